@@ -1,0 +1,127 @@
+"""Inbound batches: what to do with a JSON array, by the negotiated profile (DESIGN 3.4).
+
+| array | batching revisions (2024-11-05, 2025-03-26) | later revisions |
+|---|---|---|
+| requests | each handled, one array of answers in request order | one -32600, id null |
+| notifications / responses | handled, no entry in the answer | refused as above |
+| only notifications / responses | nothing written | refused |
+| empty | one -32600 | refused |
+| invalid entry | -32600 for that entry only | refused |
+
+Before a revision is negotiated an array is ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from .envelope import (
+    Batch,
+    Classified,
+    Ignored,
+    InvalidRequest,
+    Outcome,
+    Request,
+    classify_entry,
+)
+from .errors import INVALID_REQUEST
+from .messages import ErrorAnswer, ResultAnswer, encode_batch, error_answer
+from .profiles import Profile
+
+__all__ = ["BatchAnswers", "BatchPlan", "BatchRefused", "plan_batch"]
+
+
+class BatchRefused(msgspec.Struct, frozen=True, gc=False):
+    """Write ``answer`` alone; handle no entry."""
+
+    answer: ErrorAnswer
+    outcome: Outcome
+
+
+class BatchPlan(msgspec.Struct, frozen=True, gc=False):
+    """Handle every entry; answer the requests (and invalid entries) in one array.
+
+    ``entries`` are classified by the envelope rule; an entry that is not JSON-RPC at
+    all (``1``, ``{}``) is an :class:`InvalidRequest` here, since inside a batch it can
+    only have been meant as one.
+    """
+
+    entries: tuple[Classified, ...]
+
+
+_BEFORE_NEGOTIATION: Final = Ignored("a batch before a protocol revision was negotiated")
+
+
+def plan_batch(batch: Batch, profile: Profile | None) -> BatchPlan | BatchRefused | Ignored:
+    """Decide what an inbound array means under ``profile`` (None: not negotiated yet)."""
+    if profile is None:
+        return _BEFORE_NEGOTIATION
+    if not profile.accepts_batches:
+        return BatchRefused(
+            error_answer(
+                None,
+                INVALID_REQUEST,
+                f"Invalid Request: protocol revision {profile.revision} does not allow "
+                "JSON-RPC batches; send one message per line",
+            ),
+            Outcome.REFUSED_BY_PROFILE,
+        )
+    if not batch.entries:
+        return BatchRefused(
+            error_answer(None, INVALID_REQUEST, "Invalid Request: the batch is empty"),
+            Outcome.ANSWERED_INVALID,
+        )
+    return BatchPlan(tuple(_entry(raw) for raw in batch.entries))
+
+
+def _entry(raw: msgspec.Raw) -> Classified:
+    entry = classify_entry(raw)
+    if type(entry) is Ignored:
+        return InvalidRequest(
+            (f"a batch entry must be a request, a notification or a response ({entry.reason})",),
+            None,
+        )
+    return entry
+
+
+class BatchAnswers:
+    """Collects a batch's answers as its requests finish, in any order.
+
+    Slots follow request order; an invalid entry's -32600 is filled in at once.
+    :meth:`encode` gives the one line to write, or None when the batch held only
+    notifications and responses (nothing is written then).
+    """
+
+    __slots__ = ("_answers", "_missing", "slot_of")
+
+    def __init__(self, plan: BatchPlan) -> None:
+        self.slot_of: dict[int, int] = {}
+        self._answers: list[ResultAnswer | ErrorAnswer | None] = []
+        for index, entry in enumerate(plan.entries):
+            if type(entry) is Request:
+                self.slot_of[index] = len(self._answers)
+                self._answers.append(None)
+            elif type(entry) is InvalidRequest:
+                self._answers.append(error_answer(entry.answer_id, INVALID_REQUEST, entry.message))
+        self._missing = len(self.slot_of)
+
+    @property
+    def complete(self) -> bool:
+        return self._missing == 0
+
+    def fill(self, index: int, answer: ResultAnswer | ErrorAnswer) -> None:
+        """Record the answer of entry ``index``. A second answer for one entry is a bug."""
+        slot = self.slot_of[index]
+        if self._answers[slot] is not None:
+            raise RuntimeError(f"batch entry {index} answered twice")
+        self._answers[slot] = answer
+        self._missing -= 1
+
+    def encode(self) -> bytes | None:
+        if self._missing:
+            raise RuntimeError(f"{self._missing} batch answers are still missing")
+        if not self._answers:
+            return None
+        return encode_batch(self._answers)

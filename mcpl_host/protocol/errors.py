@@ -1,0 +1,112 @@
+"""JSON-RPC error codes and the root of mcpl_host's exception tree.
+
+Every exception the library raises derives from :class:`McplHostError`, so an embedder
+can catch one type. Each carries the facts a caller acts on (code, message, data, the
+server it concerns, whether retrying can help) instead of a formatted string only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "ConfigurationError",
+    "InitializeError",
+    "McplHostError",
+    "ProtocolError",
+    "VersionError",
+]
+
+# JSON-RPC 2.0, section 5.1.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+
+class McplHostError(Exception):
+    """Root of every error mcpl_host raises.
+
+    ``permanent`` is true when repeating the same attempt cannot succeed (a bad
+    configuration, a protocol revision outside the allowlist): a reconnect supervisor
+    never retries such an error.
+    """
+
+    permanent: bool = False
+
+    def __init__(self, message: str, *, server: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.server = server
+
+    def __str__(self) -> str:
+        if self.server is None:
+            return self.message
+        return f"[{self.server}] {self.message}"
+
+
+class ConfigurationError(McplHostError):
+    """The host was configured with something it cannot use (never retried)."""
+
+    permanent = True
+
+
+class ProtocolError(McplHostError):
+    """The peer broke the protocol in a way that ends the exchange."""
+
+
+class VersionError(ProtocolError):
+    """The server chose a protocol revision outside the host's allowlist (never retried)."""
+
+    permanent = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        offered: str,
+        answered: object,
+        allowed: tuple[str, ...],
+        server: str | None = None,
+    ) -> None:
+        super().__init__(message, server=server)
+        self.offered = offered
+        self.answered = answered
+        self.allowed = allowed
+
+
+class InitializeError(McplHostError):
+    """The server answered ``initialize`` with a JSON-RPC error.
+
+    ``code``, ``message`` and ``data`` are the server's own (``message`` escaped, cut
+    and redacted by whoever raised this). ``request_id_present`` is false when the
+    server's error named no request (``"id": null`` or no id): MCP lets a server answer
+    a request it could not read that way, and during the handshake it can only mean
+    ``initialize``.
+    """
+
+    def __init__(
+        self,
+        code: int | None,
+        message: str,
+        data: Any = None,
+        *,
+        request_id_present: bool = True,
+        server: str | None = None,
+    ) -> None:
+        text = (
+            f"initialize failed: {message}"
+            if code is None
+            else (f"initialize failed ({code}): {message}")
+        )
+        super().__init__(text, server=server)
+        self.code = code
+        self.server_message = message
+        self.data = data
+        self.request_id_present = request_id_present

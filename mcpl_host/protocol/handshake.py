@@ -1,0 +1,236 @@
+"""The initialize handshake as a state machine (DESIGN 3.5).
+
+The driver writes :meth:`Handshake.request`, feeds every classified inbound item to
+:meth:`Handshake.receive` and does what the returned step says. Timing out is the
+driver's job; this machine only decides.
+
+While waiting: a ``ping`` with a valid id (null included) is answered ``{}`` with that
+id; every other request and notification, an invalid one included, is ignored. A
+JSON-RPC 2.0 error with ``"id": null`` or no id is initialize's answer: the server could
+not read the only request the host has out. An error-looking object without
+``"jsonrpc": "2.0"`` is a server's log line, not an answer.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any, Final
+
+import msgspec
+
+from .envelope import (
+    Batch,
+    Classified,
+    Ignored,
+    InvalidRequest,
+    Notification,
+    Outcome,
+    Request,
+    Response,
+)
+from .errors import InitializeError, McplHostError, ProtocolError, VersionError
+from .messages import OutNotification, OutRequest, ResultAnswer, encode
+from .profiles import Profile, negotiate
+from .redact import Redactor
+
+__all__ = [
+    "Established",
+    "Failed",
+    "Handshake",
+    "HandshakeState",
+    "InitializeResult",
+    "Send",
+    "Skip",
+    "describe_error_member",
+]
+
+
+class InitializeResult(
+    msgspec.Struct,
+    frozen=True,
+    rename={"protocol_version": "protocolVersion", "server_info": "serverInfo"},
+):
+    """What the server said about itself. Unknown members are dropped; ``raw`` has all."""
+
+    protocol_version: Any = None
+    capabilities: dict[str, Any] = msgspec.field(default_factory=dict)
+    server_info: dict[str, Any] = msgspec.field(default_factory=dict)
+    instructions: str | None = None
+
+
+class HandshakeState(enum.Enum):
+    WAITING = "waiting"
+    ESTABLISHED = "established"
+    FAILED = "failed"
+
+
+class Send(msgspec.Struct, frozen=True, gc=False):
+    """Write ``line`` (a ping's answer), then keep waiting."""
+
+    line: bytes
+    outcome: Outcome = Outcome.DISPATCHED
+
+
+class Skip(msgspec.Struct, frozen=True, gc=False):
+    """Log and drop the item; keep waiting."""
+
+    reason: str
+    outcome: Outcome
+
+
+class Established(msgspec.Struct, frozen=True, gc=False):
+    """The handshake succeeded: write ``initialized``, then run under ``profile``."""
+
+    profile: Profile
+    result: InitializeResult
+    raw_result: msgspec.Raw
+    initialized: bytes
+    outcome: Outcome = Outcome.RESPONSE_MATCHED
+
+
+class Failed(msgspec.Struct, frozen=True, gc=False):
+    """The handshake failed: close the transport and raise ``error``."""
+
+    error: McplHostError
+    outcome: Outcome = Outcome.RESPONSE_MATCHED
+
+
+Step = Send | Skip | Established | Failed
+
+_RESULT: Final = msgspec.json.Decoder(InitializeResult)
+_ANY: Final = msgspec.json.Decoder()
+_EMPTY_RESULT: Final = msgspec.Raw(b"{}")
+
+
+class Handshake:
+    """One initialize exchange on one transport epoch."""
+
+    def __init__(
+        self,
+        *,
+        allowlist: tuple[str, ...],
+        request_id: int,
+        capabilities: Mapping[str, Any],
+        client_info: Mapping[str, Any],
+        redactor: Redactor | None = None,
+    ) -> None:
+        """``allowlist`` comes from :func:`.profiles.validate_allowlist` (newest first)."""
+        self.allowlist = allowlist
+        self.offered = allowlist[0]
+        self.request_id = request_id
+        self.state = HandshakeState.WAITING
+        self._capabilities = dict(capabilities)
+        self._client_info = dict(client_info)
+        self._redactor = redactor or Redactor()
+
+    def request(self) -> bytes:
+        """The ``initialize`` request line, offering the newest allowed revision."""
+        return encode(
+            OutRequest(
+                id=self.request_id,
+                method="initialize",
+                params={
+                    "protocolVersion": self.offered,
+                    "capabilities": self._capabilities,
+                    "clientInfo": self._client_info,
+                },
+            )
+        )
+
+    def receive(self, item: Classified | Batch) -> Step:
+        """Decide what one inbound item means while waiting for initialize's answer."""
+        if self.state is not HandshakeState.WAITING:
+            return Skip(f"the handshake is already {self.state.value}", Outcome.IGNORED)
+        kind = type(item)
+        if kind is Response:
+            assert isinstance(item, Response)
+            return self._response(item)
+        if kind is Request:
+            assert isinstance(item, Request)
+            if item.method == "ping":
+                return Send(encode(ResultAnswer(id=item.id, result=_EMPTY_RESULT)))
+            return Skip(
+                f"request {item.method!r} before initialize completed (only ping is answered)",
+                Outcome.IGNORED,
+            )
+        if kind is Notification:
+            assert isinstance(item, Notification)
+            return Skip(
+                f"notification {item.method!r} before initialize completed", Outcome.IGNORED
+            )
+        if kind is InvalidRequest:
+            assert isinstance(item, InvalidRequest)
+            return Skip(
+                f"invalid request before initialize completed: {item.message}", Outcome.IGNORED
+            )
+        if kind is Batch:
+            return Skip("a batch before a protocol revision was negotiated", Outcome.IGNORED)
+        assert isinstance(item, Ignored)
+        return Skip(item.reason, Outcome.IGNORED)
+
+    def _response(self, response: Response) -> Step:
+        if response.id == self.request_id and type(response.id) is int:
+            if response.error is not None:
+                return self._fail(self._server_error(response, request_id_present=True))
+            return self._result(response.result)
+        if response.names_no_request:
+            return self._fail(self._server_error(response, request_id_present=False))
+        shown = response.id_kind if response.id is None else str(response.id)
+        return Skip(
+            f"a response to no request of the host (id: {self._redactor.log_value(shown)})",
+            Outcome.RESPONSE_UNMATCHED,
+        )
+
+    def _result(self, raw: msgspec.Raw | None) -> Step:
+        try:
+            result = _RESULT.decode(raw if raw is not None else b"null")
+        except msgspec.DecodeError as exc:
+            return self._fail(
+                ProtocolError(
+                    f"the initialize result is malformed: {self._redactor.log_value(str(exc))}"
+                )
+            )
+        chosen = negotiate(self.allowlist, result.protocol_version)
+        if isinstance(chosen, VersionError):
+            return self._fail(chosen)
+        self.state = HandshakeState.ESTABLISHED
+        return Established(
+            profile=chosen,
+            result=result,
+            raw_result=raw if raw is not None else _EMPTY_RESULT,
+            initialized=encode(OutNotification(method="notifications/initialized")),
+        )
+
+    def _server_error(self, response: Response, *, request_id_present: bool) -> InitializeError:
+        code, message, data = describe_error_member(response.error, self._redactor)
+        return InitializeError(code, message, data, request_id_present=request_id_present)
+
+    def _fail(self, error: McplHostError) -> Failed:
+        self.state = HandshakeState.FAILED
+        return Failed(error)
+
+
+def describe_error_member(
+    error: msgspec.Raw | None, redactor: Redactor
+) -> tuple[int | None, str, Any]:
+    """A peer's ``error`` member as (code, safe message, data), whatever its shape.
+
+    The message is escaped, cut and redacted; an error that is not the usual
+    ``{code, message}`` object is shown as its JSON text, made safe the same way.
+    """
+    value: Any = None
+    if error is not None:
+        try:
+            value = _ANY.decode(error)
+        except msgspec.DecodeError:  # pragma: no cover - the envelope parsed it
+            value = None
+    if isinstance(value, dict):
+        code = value.get("code")
+        message = value.get("message")
+        return (
+            code if type(code) is int else None,
+            redactor.log_value(message) if isinstance(message, str) else redactor.log_json(value),
+            value.get("data"),
+        )
+    return None, redactor.log_json(value), None

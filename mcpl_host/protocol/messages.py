@@ -1,0 +1,78 @@
+"""What the host writes: JSON-RPC messages as structs, encoded one per line.
+
+msgspec encodes these straight to bytes; ``params`` and ``result`` may be plain values
+or :class:`msgspec.Raw` (already-encoded JSON passes through untouched).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from .envelope import RequestId
+
+__all__ = [
+    "ErrorAnswer",
+    "ErrorObject",
+    "OutNotification",
+    "OutRequest",
+    "ResultAnswer",
+    "encode",
+    "encode_batch",
+    "error_answer",
+]
+
+
+class OutRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    jsonrpc: str = "2.0"
+    id: int
+    method: str
+    params: Any = UNSET
+
+
+class OutNotification(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    jsonrpc: str = "2.0"
+    method: str
+    params: Any = UNSET
+
+
+class ResultAnswer(msgspec.Struct, kw_only=True, gc=False):
+    jsonrpc: str = "2.0"
+    id: RequestId  # ``"id": null`` is written out: a null-id request is answered with null
+    result: Any
+
+
+class ErrorObject(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    code: int
+    message: str
+    data: Any | UnsetType = UNSET
+
+
+class ErrorAnswer(msgspec.Struct, kw_only=True, gc=False):
+    jsonrpc: str = "2.0"
+    id: RequestId
+    error: ErrorObject
+
+
+Outbound = OutRequest | OutNotification | ResultAnswer | ErrorAnswer
+
+_ENCODER: Final = msgspec.json.Encoder()
+
+
+def encode(message: Outbound) -> bytes:
+    """One message as one line. JSON text never holds a raw newline, so none is inside.
+
+    Raises ``TypeError`` or ``msgspec.EncodeError`` for a value JSON cannot carry.
+    """
+    return _ENCODER.encode(message) + b"\n"
+
+
+def encode_batch(messages: list[Any]) -> bytes:
+    """An array of messages as one line (batch answers, or a 2025-03-26 outbound batch)."""
+    return _ENCODER.encode(messages) + b"\n"
+
+
+def error_answer(id_: RequestId, code: int, message: str, data: Any = UNSET) -> ErrorAnswer:
+    return ErrorAnswer(id=id_, error=ErrorObject(code=code, message=message, data=data))

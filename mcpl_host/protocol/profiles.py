@@ -1,0 +1,158 @@
+"""Per-revision wire profiles and the host's version allowlist (DESIGN 3.3).
+
+A profile records only the facts the host acts on. Every wire behaviour that differs by
+revision is read from here, so a rule like "batches are refused after 2025-03-26" lives
+in exactly one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
+
+from .errors import ConfigurationError, VersionError
+from .redact import log_value
+
+__all__ = [
+    "KNOWN_REVISIONS",
+    "PROFILES",
+    "Profile",
+    "negotiate",
+    "validate_allowlist",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """The wire facts of one MCP revision, as a host-side client needs them."""
+
+    revision: str
+    #: Inbound JSON arrays are handled entry by entry (else refused with one -32600).
+    accepts_batches: bool
+    #: The host may write a batch (never containing ``initialize``).
+    may_send_batches: bool
+    #: Streamable HTTP requests carry ``MCP-Protocol-Version`` after initialize.
+    version_header: bool
+    #: The revision lets an error answer carry no ``id`` (for an unreadable request).
+    error_without_id: bool
+    #: Requests a server may send the host.
+    server_requests: frozenset[str]
+    #: ``notifications/progress`` may carry ``message``; a timeout may reset on progress.
+    progress_message: bool
+    #: Requests can be augmented into tasks (``tasks/*``, ``params.task``).
+    tasks: bool
+    #: ``elicitation/create`` may use ``mode: "url"``.
+    url_elicitation: bool
+    #: On timeout the client SHOULD send ``notifications/cancelled`` (R2 made it explicit;
+    #: the host does so on every revision, since R1 already allows it).
+    cancel_on_timeout: bool = True
+
+
+_BASE_SERVER_REQUESTS: Final = frozenset({"ping", "roots/list", "sampling/createMessage"})
+_ELICITATION: Final = frozenset({"elicitation/create"})
+_TASKS: Final = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
+
+PROFILES: Final[Mapping[str, Profile]] = MappingProxyType(
+    {
+        "2024-11-05": Profile(
+            revision="2024-11-05",
+            # Plain JSON-RPC 2.0, which has always defined batches.
+            accepts_batches=True,
+            may_send_batches=False,
+            version_header=False,
+            error_without_id=False,
+            server_requests=_BASE_SERVER_REQUESTS,
+            progress_message=False,
+            tasks=False,
+            url_elicitation=False,
+        ),
+        "2025-03-26": Profile(
+            revision="2025-03-26",
+            accepts_batches=True,
+            may_send_batches=True,
+            version_header=False,
+            error_without_id=False,
+            server_requests=_BASE_SERVER_REQUESTS,
+            progress_message=True,
+            tasks=False,
+            url_elicitation=False,
+        ),
+        "2025-06-18": Profile(
+            revision="2025-06-18",
+            accepts_batches=False,
+            may_send_batches=False,
+            version_header=True,
+            error_without_id=False,
+            server_requests=_BASE_SERVER_REQUESTS | _ELICITATION,
+            progress_message=True,
+            tasks=False,
+            url_elicitation=False,
+        ),
+        "2025-11-25": Profile(
+            revision="2025-11-25",
+            accepts_batches=False,
+            may_send_batches=False,
+            version_header=True,
+            error_without_id=True,
+            server_requests=_BASE_SERVER_REQUESTS | _ELICITATION | _TASKS,
+            progress_message=True,
+            tasks=True,
+            url_elicitation=True,
+        ),
+    }
+)
+
+KNOWN_REVISIONS: Final = tuple(sorted(PROFILES))
+"""Every revision the host implements, oldest first (ISO dates sort as text)."""
+
+# Revisions that exist but this host does not speak yet: named in the error so that a
+# user who asks for one learns it is known, not mistyped.
+_NOT_YET: Final = {"2026-07-28": "the stateless revision has no initialize; not implemented yet"}
+
+
+def validate_allowlist(versions: Iterable[str] | None = None) -> tuple[str, ...]:
+    """Check a configured allowlist; return it deduplicated, newest first.
+
+    ``None`` means every revision the host implements.
+
+    Raises :class:`ConfigurationError` for an empty list or a revision the host does not
+    implement.
+    """
+    if versions is None:
+        return tuple(reversed(KNOWN_REVISIONS))
+    if isinstance(versions, str):
+        raise ConfigurationError("the version allowlist must be a list of revisions, not a string")
+    chosen = list(dict.fromkeys(versions))
+    if not chosen:
+        raise ConfigurationError("the version allowlist is empty: allow at least one revision")
+    unknown = [v for v in chosen if v not in PROFILES]
+    if unknown:
+        details = ", ".join(f"{v!r} ({_NOT_YET[v]})" if v in _NOT_YET else repr(v) for v in unknown)
+        raise ConfigurationError(
+            f"unknown protocol revision in the allowlist: {details}; "
+            f"known: {', '.join(KNOWN_REVISIONS)}"
+        )
+    return tuple(sorted(chosen, reverse=True))
+
+
+def negotiate(allowlist: tuple[str, ...], answered: object) -> Profile | VersionError:
+    """The profile for the server's ``protocolVersion``, or the permanent error to raise.
+
+    ``allowlist`` is what :func:`validate_allowlist` returned; its first entry is what
+    the host offered. The server may answer another revision; the host accepts it only
+    when it is in the allowlist.
+    """
+    if isinstance(answered, str) and answered in allowlist:
+        return PROFILES[answered]
+    if isinstance(answered, str):
+        what = f"protocol revision {log_value(answered, 64)}, which is not allowed"
+    else:
+        what = "no protocol revision (protocolVersion must be a string)"
+    return VersionError(
+        f"the server chose {what} (allowed: {', '.join(allowlist)})",
+        offered=allowlist[0],
+        answered=answered,
+        allowed=allowlist,
+    )
