@@ -1,7 +1,9 @@
 """What the host writes: JSON-RPC messages as structs, encoded one per line.
 
 msgspec encodes these straight to bytes; ``params`` and ``result`` may be plain values
-or :class:`msgspec.Raw` (already-encoded JSON passes through untouched).
+or :class:`msgspec.Raw` (already-encoded JSON passes through untouched). Optional members
+default to ``UNSET``, which msgspec leaves out; ``omit_defaults`` is never used, since it
+would drop ``"jsonrpc": "2.0"`` too.
 """
 
 from __future__ import annotations
@@ -25,17 +27,17 @@ __all__ = [
 ]
 
 
-class OutRequest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+class OutRequest(msgspec.Struct, kw_only=True, gc=False):
     jsonrpc: str = "2.0"
     id: int
     method: str
-    params: Any = UNSET
+    params: Any | UnsetType = UNSET
 
 
-class OutNotification(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+class OutNotification(msgspec.Struct, kw_only=True, gc=False):
     jsonrpc: str = "2.0"
     method: str
-    params: Any = UNSET
+    params: Any | UnsetType = UNSET
 
 
 class ResultAnswer(msgspec.Struct, kw_only=True, gc=False):
@@ -44,7 +46,7 @@ class ResultAnswer(msgspec.Struct, kw_only=True, gc=False):
     result: Any
 
 
-class ErrorObject(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+class ErrorObject(msgspec.Struct, kw_only=True, gc=False):
     code: int
     message: str
     data: Any | UnsetType = UNSET

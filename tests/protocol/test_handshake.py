@@ -1,0 +1,201 @@
+"""DESIGN 3.5: the initialize state machine, bytes in, steps out."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from mcpl_host.protocol.envelope import Outcome, decode_line
+from mcpl_host.protocol.errors import InitializeError, ProtocolError, VersionError
+from mcpl_host.protocol.handshake import (
+    Established,
+    Failed,
+    Handshake,
+    HandshakeState,
+    Send,
+    Skip,
+)
+from mcpl_host.protocol.profiles import PROFILES, validate_allowlist
+from mcpl_host.protocol.redact import Redactor
+
+CANARY = "canary-s3cr3t-9f8e7d"
+
+
+def _handshake(versions: list[str] | None = None) -> Handshake:
+    return Handshake(
+        allowlist=validate_allowlist(versions),
+        request_id=1,
+        capabilities={"roots": {"listChanged": True}},
+        client_info={"name": "mcpl_host", "version": "0.1"},
+        redactor=Redactor([CANARY]),
+    )
+
+
+def _feed(hs: Handshake, line: bytes) -> object:
+    return hs.receive(decode_line(line))
+
+
+def test_request_offers_the_newest_allowed_revision() -> None:
+    hs = _handshake(["2025-03-26", "2024-11-05"])
+    assert hs.request() == (
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26",'
+        b'"capabilities":{"roots":{"listChanged":true}},'
+        b'"clientInfo":{"name":"mcpl_host","version":"0.1"}}}\n'
+    )
+
+
+def test_success_gives_profile_result_and_initialized() -> None:
+    hs = _handshake()
+    step = _feed(
+        hs,
+        b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-03-26","capabilities":'
+        b'{"tools":{}},"serverInfo":{"name":"demo","version":"1"},"instructions":"hi",'
+        b'"extra":1}}',
+    )
+    assert isinstance(step, Established)
+    assert step.profile is PROFILES["2025-03-26"]
+    assert step.result.server_info == {"name": "demo", "version": "1"}
+    assert step.result.capabilities == {"tools": {}}
+    assert step.result.instructions == "hi"
+    assert b'"extra":1' in bytes(step.raw_result)
+    assert step.initialized == b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+    assert hs.state is HandshakeState.ESTABLISHED
+    # once established, the machine takes nothing more
+    again = _feed(hs, b'{"jsonrpc":"2.0","id":1,"result":{}}')
+    assert isinstance(again, Skip)
+
+
+@pytest.mark.parametrize(
+    ("id_token", "answer"),
+    [(b"5", b"5"), (b'"p"', b'"p"'), (b"null", b"null")],
+)
+def test_ping_is_answered_with_its_own_id(id_token: bytes, answer: bytes) -> None:
+    step = _feed(_handshake(), b'{"jsonrpc":"2.0","method":"ping","id":' + id_token + b"}")
+    assert step == Send(b'{"jsonrpc":"2.0","id":' + answer + b',"result":{}}\n')
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc":"2.0","method":"ping"}',  # a ping notification wants no answer
+        b'{"jsonrpc":"2.0","method":"ping","id":{"a":1}}',  # invalid: not echoed
+        b'{"jsonrpc":"2.0","method":7,"id":3}',
+        b'{"jsonrpc":"2.0","method":"roots/list","id":4}',
+        b'{"jsonrpc":"2.0","method":"notifications/message","params":{}}',
+        b'[{"jsonrpc":"2.0","method":"ping","id":1}]',
+        b"starting server...",
+        b'{"error":{"code":-1,"message":"log line"}}',
+    ],
+)
+def test_everything_else_is_ignored_while_waiting(line: bytes) -> None:
+    hs = _handshake()
+    step = _feed(hs, line)
+    assert isinstance(step, Skip)
+    assert step.outcome is Outcome.IGNORED
+    assert hs.state is HandshakeState.WAITING
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc":"2.0","id":2,"result":{}}',  # another numbered response
+        b'{"jsonrpc":"2.0","id":"1","result":{}}',  # "1" is not 1
+        b'{"jsonrpc":"2.0","id":null,"result":{}}',  # a null-id result answers nothing
+        b'{"id":null,"error":{"code":-1,"message":"log"}}',  # no jsonrpc: a log line
+        b'{"jsonrpc":"2.0","id":{"x":1},"error":"bare"}',
+    ],
+)
+def test_responses_that_are_not_the_answer_are_unmatched(line: bytes) -> None:
+    hs = _handshake()
+    step = _feed(hs, line)
+    assert isinstance(step, Skip)
+    assert step.outcome is Outcome.RESPONSE_UNMATCHED
+    assert hs.state is HandshakeState.WAITING
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}',
+        b'{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}',
+    ],
+)
+def test_id_less_error_is_initializes_answer_and_fails_at_once(line: bytes) -> None:
+    hs = _handshake()
+    step = _feed(hs, line)
+    assert isinstance(step, Failed)
+    assert isinstance(step.error, InitializeError)
+    assert step.error.code == -32700
+    assert step.error.server_message == "Parse error"
+    assert not step.error.request_id_present
+    assert not step.error.permanent
+    assert hs.state is HandshakeState.FAILED
+
+
+def test_error_answer_with_our_id_fails_with_code_message_and_data() -> None:
+    step = _feed(
+        _handshake(),
+        b'{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad\\nversion '
+        + CANARY.encode()
+        + b'","data":{"supported":["2024-11-05"]}}}',
+    )
+    assert isinstance(step, Failed)
+    error = step.error
+    assert isinstance(error, InitializeError)
+    assert error.code == -32602
+    assert error.data == {"supported": ["2024-11-05"]}
+    assert error.request_id_present
+    # escaped (no forged line) and redacted
+    assert error.server_message == "bad\\u000aversion ***"
+    assert CANARY not in str(error)
+    assert str(error) == "initialize failed (-32602): bad\\u000aversion ***"
+
+
+def test_error_that_is_not_an_object_is_shown_as_json_text() -> None:
+    step = _feed(_handshake(), b'{"jsonrpc":"2.0","id":1,"error":"boom"}')
+    assert isinstance(step, Failed)
+    assert isinstance(step.error, InitializeError)
+    assert step.error.code is None
+    assert step.error.server_message == '"boom"'
+
+
+@pytest.mark.parametrize(
+    "result",
+    [b'{"protocolVersion":"2024-11-05"}', b'{"protocolVersion":"2030-01-01"}', b"{}"],
+)
+def test_version_outside_the_allowlist_fails_permanently(result: bytes) -> None:
+    hs = _handshake(["2025-06-18", "2025-03-26"])
+    step = _feed(hs, b'{"jsonrpc":"2.0","id":1,"result":' + result + b"}")
+    assert isinstance(step, Failed)
+    assert isinstance(step.error, VersionError)
+    assert step.error.permanent
+    assert step.error.offered == "2025-06-18"
+
+
+@pytest.mark.parametrize("result", [b"[1]", b'"x"', b'{"capabilities":[]}', b"null"])
+def test_malformed_result_is_a_protocol_error(result: bytes) -> None:
+    step = _feed(_handshake(), b'{"jsonrpc":"2.0","id":1,"result":' + result + b"}")
+    assert isinstance(step, Failed)
+    assert isinstance(step.error, ProtocolError)
+    assert not isinstance(step.error, VersionError)
+
+
+def test_missing_result_and_error_is_a_protocol_error() -> None:
+    step = _feed(_handshake(), b'{"jsonrpc":"2.0","id":1}')
+    assert isinstance(step, Failed)
+    assert isinstance(step.error, ProtocolError)
+
+
+def test_the_answer_after_ignored_lines_is_taken() -> None:
+    hs = _handshake()
+    for line in [
+        b'{"jsonrpc":"2.0","id":null,"result":{}}',
+        b'{"id":null,"error":{"code":1,"message":"x"}}',
+        b'{"id":null,"error":{"code":2,"message":"y"}}',
+        b'{"jsonrpc":"2.0","id":{"o":1},"error":"bare"}',
+    ]:
+        assert isinstance(_feed(hs, line), Skip)
+    step = _feed(hs, b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}')
+    assert isinstance(step, Established)
+    assert step.result.server_info == {}
+    assert msgspec.json.decode(step.raw_result) == {"protocolVersion": "2025-11-25"}

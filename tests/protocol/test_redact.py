@@ -1,0 +1,130 @@
+"""DESIGN 3.11: escaping, the 256-unit cut, and credentials masked everywhere."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from mcpl_host.protocol.redact import (
+    CUT_MARK,
+    REDACTION_MARK,
+    Redactor,
+    log_value,
+    utf16_len,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("plain text", "plain text"),
+        ("line\nforged=1", "line\\u000aforged=1"),
+        ("cr\rtab\t", "cr\\u000dtab\\u0009"),
+        ("\x1b[31mred", "\\u001b[31mred"),
+        ("bidi\u202eevil", "bidi\\u202eevil"),  # format character
+        ("sep\u2028para\u2029", "sep\\u2028para\\u2029"),
+        ("nbsp\u00a0", "nbsp\\u00a0"),
+        ("zero\u200bwidth", "zero\\u200bwidth"),
+        ("tag\U000e0041", "tag\\udb40\\udc41"),  # an astral format character
+        ("naïve ☃ 😀", "naïve ☃ 😀"),  # printable text is kept
+    ],
+)
+def test_log_value_escapes_what_could_forge_a_line(text: str, shown: str) -> None:
+    assert log_value(text) == shown
+
+
+def test_cut_at_256_utf16_units_with_a_mark() -> None:
+    out = log_value("a" * 1000)
+    assert out.endswith(CUT_MARK)
+    assert utf16_len(out) == 256
+    assert log_value("a" * 256) == "a" * 256
+
+
+def test_cut_never_splits_a_surrogate_pair() -> None:
+    out = log_value("a" + "😀" * 200)  # each emoji is two UTF-16 units
+    assert out.endswith(CUT_MARK)
+    assert utf16_len(out) <= 256
+    body = out[: -len(CUT_MARK)]
+    assert body == "a" + "😀" * ((256 - len(CUT_MARK) - 1) // 2)
+
+
+def test_cut_never_splits_an_escape() -> None:
+    out = log_value("\n" * 100)
+    body = out[: -len(CUT_MARK)]
+    assert body == "\\u000a" * ((256 - len(CUT_MARK)) // 6)
+
+
+CANARY = "canary-7c1f2e9a"
+
+
+@pytest.mark.parametrize(
+    ("config", "secret"),
+    [
+        ({"env": {"API_KEY": CANARY}}, CANARY),
+        ({"env": {"SOME_SETTING": CANARY}}, CANARY),  # long values are masked whatever the name
+        ({"env": {"DB_PASS": "hunter"}}, "hunter"),  # short, but under a secret name
+        ({"args": ["--token=" + CANARY]}, CANARY),
+        ({"args": ["--api-key", CANARY]}, CANARY),
+        ({"args": ["--password", CANARY]}, CANARY),
+        ({"args": ["GITHUB_TOKEN=" + CANARY]}, CANARY),
+        ({"args": ["https://user:" + CANARY + "@example.test/mcp"]}, CANARY),
+        ({"args": ["--url", "https://example.test/?access_token=" + CANARY]}, CANARY),
+        ({"args": ["ghp_" + "A" * 36]}, "ghp_" + "A" * 36),
+        ({"headers": {"Authorization": "Bearer " + CANARY}}, CANARY),
+        ({"headers": {"X-Api-Key": CANARY}}, CANARY),
+        ({"urls": ["wss://" + CANARY + "@example.test/ws"]}, CANARY),
+        ({"urls": ["https://example.test/mcp?token=" + CANARY + "&v=1"]}, CANARY),
+    ],
+)
+def test_from_config_finds_each_kind_of_credential(config: dict[str, object], secret: str) -> None:
+    redactor = Redactor.from_config(**config)  # type: ignore[arg-type]
+    text = f"server said: {secret}!"
+    assert redactor.redact(text) == f"server said: {REDACTION_MARK}!"
+    assert secret not in redactor.log_value(text)
+
+
+def test_settings_are_not_masked() -> None:
+    redactor = Redactor.from_config(
+        env={"DEBUG": "1", "LOG_LEVEL": "info", "PORT": "8080"}, args=["--verbose", "--port", "1"]
+    )
+    assert redactor.secrets == frozenset()
+    assert redactor.log_value("info on port 8080") == "info on port 8080"
+
+
+def test_json_escaped_secret_is_masked() -> None:
+    secret = 'pa"ss/wörd\\x'
+    redactor = Redactor([secret])
+    echoed = msgspec.json.encode({"echo": secret}).decode()
+    assert secret not in echoed  # the wire form differs from the secret...
+    assert REDACTION_MARK in redactor.redact(echoed)  # ...and is masked all the same
+    assert 'pa\\"ss' not in redactor.redact(echoed)
+
+
+def test_overlapping_secrets_leave_no_part_visible() -> None:
+    redactor = Redactor(["abcdef", "defghi"])
+    assert redactor.redact("xxabcdefghiyy") == "xx***yy"
+
+
+def test_escape_that_would_spell_a_secret_is_masked_too() -> None:
+    redactor = Redactor(["u000aBC"])
+    assert "u000aBC" not in redactor.log_value("\nBC")
+
+
+def test_secret_before_the_cut_is_masked_not_half_shown() -> None:
+    redactor = Redactor([CANARY])
+    text = "x" * 240 + CANARY + "y" * 100
+    out = redactor.log_value(text)
+    assert CANARY[:8] not in out
+    assert utf16_len(out) <= 256
+
+
+def test_log_json_renders_any_value_safely() -> None:
+    redactor = Redactor([CANARY])
+    assert redactor.log_json(
+        msgspec.Raw(b'{"code":1,"message":"' + CANARY.encode() + b'\\n"}')
+    ) == ('{"code":1,"message":"***\\n"}')
+    assert redactor.log_json(msgspec.Raw(b'"bare"')) == '"bare"'
+
+
+def test_empty_redactor_changes_nothing() -> None:
+    assert Redactor().redact("anything") == "anything"
