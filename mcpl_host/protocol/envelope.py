@@ -186,7 +186,7 @@ def decode_line(line: bytes) -> Classified | Batch:
     if type(value) is list:
         return Batch(tuple(value))
     assert type(value) is _Typed
-    return _from_typed(value)
+    return _decide(value.method, value.id, value.jsonrpc == "2.0", value)
 
 
 def _decode_untyped_line(line: bytes) -> Classified | Batch:
@@ -234,26 +234,29 @@ def _decide(
     jsonrpc2: bool,
     env: _Typed | _Untyped,
 ) -> Classified:
-    """The rule itself, on members already read from either decoding path."""
-    params, result, error = env.params, env.result, env.error
-    if type(id_) is int and not -MAX_SAFE_INTEGER <= id_ <= MAX_SAFE_INTEGER:
-        id_ = _UNSAFE_INTEGER
+    """The rule itself, on members already read from either decoding path.
+
+    Branches are ordered by how often they run (a response, then a valid request).
+    """
+    id_type = type(id_)
+    if id_type is int and not -MAX_SAFE_INTEGER <= id_ <= MAX_SAFE_INTEGER:  # type: ignore[operator]
+        id_, id_type = _UNSAFE_INTEGER, _Bad
     if method is UNSET:
-        if id_ is not UNSET:
-            if isinstance(id_, _Bad):
-                return Response(None, id_.kind, result or None, error or None, jsonrpc2)
-            if id_ is None:
-                return Response(None, "null", result or None, error or None, jsonrpc2)
-            return Response(
-                id_,
-                "string" if type(id_) is str else "integer",
-                result or None,
-                error or None,
-                jsonrpc2,
-            )
-        if error and jsonrpc2:
-            return Response(None, "absent", result or None, error, jsonrpc2)
-        return Ignored("no method and no id: not a JSON-RPC message")
+        result, error = env.result, env.error
+        if id_type is int or id_type is str or id_ is None:
+            kind = "integer" if id_type is int else "string" if id_type is str else "null"
+            return Response(id_, kind, result or None, error or None, jsonrpc2)  # type: ignore[arg-type]
+        if id_ is UNSET:
+            if error and jsonrpc2:
+                return Response(None, "absent", result or None, error, jsonrpc2)
+            return Ignored("no method and no id: not a JSON-RPC message")
+        assert isinstance(id_, _Bad)
+        return Response(None, id_.kind, result or None, error or None, jsonrpc2)
+    if type(method) is str and id_type is not _Bad:
+        if id_ is UNSET:
+            return Notification(method, env.params or None)
+        assert not isinstance(id_, _Bad)
+        return Request(method, id_, env.params or None)
     faults: list[str] = []
     if isinstance(method, _Bad):
         faults.append(f"the method must be a string, not {method.kind}")
@@ -262,17 +265,11 @@ def _decide(
             faults.append(f"a number id must be an integer within ±(2^53−1), not {id_.kind}")
         else:
             faults.append(f"the id must be a string, a number or null, not {id_.kind}")
-    if faults:
-        return InvalidRequest(
-            tuple(faults),
-            None if isinstance(id_, _Bad) or id_ is UNSET else id_,
-            method if isinstance(method, str) else None,
-        )
-    assert isinstance(method, str)
-    if id_ is UNSET:
-        return Notification(method, params or None)
-    assert not isinstance(id_, _Bad)
-    return Request(method, id_, params or None)
+    return InvalidRequest(
+        tuple(faults),
+        None if isinstance(id_, _Bad) or id_ is UNSET else id_,
+        method if isinstance(method, str) else None,
+    )
 
 
 def _read_id(raw: Raw) -> RequestId | _Bad:
