@@ -94,11 +94,12 @@ class BatchAnswers:
     notifications and responses (nothing is written then).
     """
 
-    __slots__ = ("_answers", "_missing", "slot_of")
+    __slots__ = ("_answers", "_dropped", "_missing", "slot_of")
 
     def __init__(self, plan: BatchPlan) -> None:
         self.slot_of: dict[int, int] = {}
         self._answers: list[ResultAnswer | ErrorAnswer | None] = []
+        self._dropped: set[int] = set()
         for index, entry in enumerate(plan.entries):
             if type(entry) is Request:
                 self.slot_of[index] = len(self._answers)
@@ -119,9 +120,18 @@ class BatchAnswers:
         self._answers[slot] = answer
         self._missing -= 1
 
+    def drop(self, index: int) -> None:
+        """Leave entry ``index`` out of the answer (the peer cancelled that request)."""
+        slot = self.slot_of.pop(index)
+        if self._answers[slot] is not None:
+            raise RuntimeError(f"batch entry {index} already answered")
+        self._dropped.add(slot)
+        self._missing -= 1
+
     def encode(self) -> bytes | None:
         if self._missing:
             raise RuntimeError(f"{self._missing} batch answers are still missing")
-        if not self._answers:
+        answers = [a for i, a in enumerate(self._answers) if i not in self._dropped]
+        if not answers:
             return None
-        return encode_batch(self._answers)
+        return encode_batch(answers)

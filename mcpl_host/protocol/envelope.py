@@ -154,6 +154,7 @@ _UNTYPED_LINE: Final = msgspec.json.Decoder(_Untyped | list[Raw])
 _TYPED_ENTRY: Final = msgspec.json.Decoder(_Typed)
 _UNTYPED_ENTRY: Final = msgspec.json.Decoder(_Untyped)
 _STR: Final = msgspec.json.Decoder(str)
+_ANY: Final = msgspec.json.Decoder()
 _INTEGER_TOKEN: Final = re.compile(rb"-?(?:0|[1-9][0-9]*)")
 
 
@@ -190,10 +191,18 @@ def decode_line(line: bytes) -> Classified | Batch:
 
 
 def _decode_untyped_line(line: bytes) -> Classified | Batch:
+    # The typed pass stopped at a member of the wrong type, before it could see whether
+    # the rest of the line is JSON at all; this pass judges the whole line.
     try:
         value = _UNTYPED_LINE.decode(line)
     except msgspec.ValidationError:
+        try:
+            _ANY.decode(line)
+        except msgspec.DecodeError:
+            return Ignored("not JSON")
         return Ignored(f"JSON that is not an object or an array: {_kind_of_value(line)}")
+    except msgspec.DecodeError:
+        return Ignored("not JSON")
     if type(value) is list:  # pragma: no cover - the typed pass accepts every array
         return Batch(tuple(value))
     assert type(value) is _Untyped

@@ -16,9 +16,14 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
     "ConfigurationError",
+    "ConnectionClosed",
     "InitializeError",
     "McplHostError",
     "ProtocolError",
+    "RequestError",
+    "RequestTimeout",
+    "SpawnError",
+    "TransportError",
     "VersionError",
 ]
 
@@ -110,3 +115,66 @@ class InitializeError(McplHostError):
         self.server_message = message
         self.data = data
         self.request_id_present = request_id_present
+
+
+class TransportError(McplHostError):
+    """The byte stream to the server could not be opened, or broke.
+
+    ``reason`` is a short machine-readable word (``"eof"``, ``"write-failed"``,
+    ``"read-failed"``, ``"closed"``); the message is safe to show (redacted).
+    """
+
+    def __init__(self, message: str, *, reason: str = "closed", server: str | None = None) -> None:
+        super().__init__(message, server=server)
+        self.reason = reason
+
+
+class SpawnError(TransportError):
+    """A stdio server's process could not be started (missing program, permissions)."""
+
+    def __init__(self, message: str, *, server: str | None = None) -> None:
+        super().__init__(message, reason="spawn-failed", server=server)
+
+
+class ConnectionClosed(TransportError):
+    """The connection was closed (by ``aclose()`` or by the transport's loss).
+
+    ``outcome_unknown`` is true for a request that was written and never answered: the
+    server may or may not have acted on it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str = "closed",
+        outcome_unknown: bool = False,
+        server: str | None = None,
+    ) -> None:
+        super().__init__(message, reason=reason, server=server)
+        self.outcome_unknown = outcome_unknown
+
+
+class RequestTimeout(McplHostError):
+    """A request (or the handshake) got no answer in time. ``method`` names it."""
+
+    def __init__(self, message: str, *, method: str, timeout: float, server: str | None = None):
+        super().__init__(message, server=server)
+        self.method = method
+        self.timeout = timeout
+
+
+class RequestError(McplHostError):
+    """The server answered a request with a JSON-RPC error.
+
+    Raised by a handler, it becomes the error answer (its ``code``, ``message`` and
+    ``data``) of the server's request the handler was serving.
+    """
+
+    def __init__(
+        self, code: int, message: str, data: Any = None, *, server: str | None = None
+    ) -> None:
+        super().__init__(f"{message} ({code})", server=server)
+        self.code = code
+        self.error_message = message
+        self.data = data

@@ -91,6 +91,8 @@ def test_objects_that_are_not_json_rpc_are_ignored(line: bytes) -> None:
         (b"server listening on 8080", "not JSON"),
         (b'{"id":1', "not JSON"),
         (b"\xff\xfe", "not JSON"),
+        (b"1 2", "not JSON"),
+        (b'{"id":true}x', "not JSON"),
         (b"42", "JSON that is not an object or an array: a number"),
         (b'"hello"', "JSON that is not an object or an array: a string"),
         (b"null", "JSON that is not an object or an array: null"),
