@@ -2,31 +2,60 @@
 
 from __future__ import annotations
 
+from .connection import Connection, TransportFactory
+from .events import Connected, Disconnected, Event, ServerNotification, StderrLine
 from .protocol.envelope import Outcome, RequestId
 from .protocol.errors import (
     ConfigurationError,
+    ConnectionClosed,
     InitializeError,
     McplHostError,
     ProtocolError,
+    RequestError,
+    RequestTimeout,
+    SpawnError,
+    TransportError,
     VersionError,
 )
 from .protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from .protocol.profiles import KNOWN_REVISIONS, PROFILES, Profile
 from .protocol.redact import Redactor
+from .responder import Handler, Responder, ServerRequest
+from .transports.targets import StdioTarget, Target, TcpTarget, UnixTarget, parse_target
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
     "KNOWN_REVISIONS",
     "PROFILES",
     "ConfigurationError",
+    "Connected",
+    "Connection",
+    "ConnectionClosed",
+    "Disconnected",
+    "Event",
+    "Handler",
     "InitializeError",
     "McplHostError",
     "Outcome",
     "Profile",
     "ProtocolError",
     "Redactor",
+    "RequestError",
     "RequestId",
+    "RequestTimeout",
+    "Responder",
+    "ServerNotification",
+    "ServerRequest",
+    "SpawnError",
+    "StderrLine",
+    "StdioTarget",
+    "Target",
+    "TcpTarget",
+    "TransportError",
+    "TransportFactory",
+    "UnixTarget",
     "VersionError",
+    "parse_target",
 ]
 
 __version__ = "0.1.0.dev0"

@@ -29,7 +29,8 @@ def _large() -> bytes:
     body: dict[str, Any] = {"content": [], "isError": False}
     while len(json.dumps(body)) < 100_000:
         body["content"].append(item)
-    return json.dumps({"jsonrpc": "2.0", "id": 4712, "result": body}, separators=(",", ":")).encode()
+    message = {"jsonrpc": "2.0", "id": 4712, "result": body}
+    return json.dumps(message, separators=(",", ":")).encode()
 
 
 def baseline(line: bytes) -> object:
@@ -89,7 +90,8 @@ def main() -> int:
     assert isinstance(decode_line(large), Response)
     print(f"python {sys.version.split()[0]}, median of {args.rounds} rounds")
     print(f"{'message':<22}{'mcpl_host msg/s':>18}{'json.loads msg/s':>19}{'ratio':>8}")
-    for name, line in ((f"small ({len(SMALL)} B)", SMALL), (f"large ({len(large) // 1000} KB)", large)):
+    cases = ((f"small ({len(SMALL)} B)", SMALL), (f"large ({len(large) // 1000} KB)", large))
+    for name, line in cases:
         ours = rate(core, line, args.rounds)
         theirs = rate(baseline, line, args.rounds)
         print(f"{name:<22}{ours:>18,.0f}{theirs:>19,.0f}{ours / theirs:>7.1f}x")

@@ -46,7 +46,7 @@ class LineDecoder:
         """Bytes held right now (what the bound applies to)."""
         return len(self._buf)
 
-    def feed(self, data: bytes) -> list[bytes | OversizedLine]:
+    def feed(self, data: bytes | bytearray) -> list[bytes | OversizedLine]:
         """Take the next chunk; return the complete lines it finished, in order."""
         out: list[bytes | OversizedLine] = []
         if self._dropping is not None:

@@ -1,0 +1,62 @@
+"""What a Connection tells its embedder, through the ``on_event`` callback.
+
+The callback is called synchronously from the connection's own tasks, so it must be
+quick and must not block; to consume events elsewhere, hand them to your own channel
+(``send_channel.send_nowait(event)``). An exception from the callback is logged and
+otherwise ignored: it never breaks the connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import msgspec
+
+__all__ = [
+    "Connected",
+    "Disconnected",
+    "Event",
+    "EventCallback",
+    "ServerNotification",
+    "StderrLine",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Connected:
+    """The handshake succeeded on transport epoch ``epoch``."""
+
+    epoch: int
+    protocol_version: str
+    server_info: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Disconnected:
+    """Transport epoch ``epoch`` ended. ``reason``: ``closed`` (by the host), ``eof``,
+    ``read-failed``, ``write-failed``."""
+
+    epoch: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StderrLine:
+    """One line a stdio server wrote on stderr, already redacted and escaped."""
+
+    line: str
+
+
+@dataclass(frozen=True, slots=True)
+class ServerNotification:
+    """A notification from the server (other than cancellation and progress, which the
+    connection consumes). ``params`` is raw JSON; decode it with ``msgspec.json.decode``."""
+
+    method: str
+    params: msgspec.Raw | None
+
+
+Event: TypeAlias = Connected | Disconnected | StderrLine | ServerNotification
+EventCallback: TypeAlias = Callable[[Event], None]

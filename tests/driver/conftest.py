@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from mcpl_host.connection import Connection
+
+from .peer import Peer, memory_connection
+
+
+@asynccontextmanager
+async def connected(
+    version: str = "2025-11-25", **kwargs: Any
+) -> AsyncIterator[tuple[Connection, Peer, trio.Nursery]]:
+    """A connection that has finished its handshake with a scripted peer."""
+    conn, peer = memory_connection(**kwargs)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(peer.handshake, version)
+        async with conn:
+            yield conn, peer, nursery
+        nursery.cancel_scope.cancel()

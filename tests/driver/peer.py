@@ -1,0 +1,79 @@
+"""A scripted MCP server for driver tests: the peer end of an in-memory stream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import trio
+
+from mcpl_host.connection import Connection
+from mcpl_host.protocol.framing import LineDecoder
+from mcpl_host.transports.memory import memory_transport_pair
+
+Json = Any
+
+
+class Peer:
+    """Reads the host's lines as JSON, writes whatever a test says (raw bytes included)."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self._framer = LineDecoder()
+        self._lines: list[bytes] = []
+        self.received: list[bytes] = []  # every line the host wrote, in order
+
+    async def recv_line(self) -> bytes:
+        while not self._lines:
+            chunk = await self.stream.receive_some(65536)
+            if not chunk:
+                raise EOFError("the host closed the stream")
+            self._lines += [x for x in self._framer.feed(chunk) if isinstance(x, bytes)]
+        line = self._lines.pop(0)
+        self.received.append(line)
+        return line
+
+    async def recv(self) -> Json:
+        return msgspec.json.decode(await self.recv_line())
+
+    async def send(self, message: Json | bytes) -> None:
+        data = message if isinstance(message, bytes) else msgspec.json.encode(message)
+        await self.stream.send_all(data if data.endswith(b"\n") else data + b"\n")
+
+    async def expect(self, method: str) -> Json:
+        message = await self.recv()
+        assert message.get("method") == method, message
+        return message
+
+    async def handshake(
+        self, version: str = "2025-11-25", capabilities: Json | None = None
+    ) -> Json:
+        """Answer initialize and take notifications/initialized; return the initialize request."""
+        init = await self.expect("initialize")
+        await self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": init["id"],
+                "result": {
+                    "protocolVersion": version,
+                    "capabilities": capabilities or {"tools": {}},
+                    "serverInfo": {"name": "scripted", "version": "1.0"},
+                    "instructions": "be nice",
+                },
+            }
+        )
+        await self.expect("notifications/initialized")
+        return init
+
+    async def answer(self, request: Json, result: Json) -> None:
+        await self.send({"jsonrpc": "2.0", "id": request["id"], "result": result})
+
+
+def memory_connection(**kwargs: Any) -> tuple[Connection, Peer]:
+    """A Connection over an in-memory stream, and the scripted peer on its other end."""
+    transport, peer_stream = memory_transport_pair()
+
+    async def opener() -> Any:
+        return transport
+
+    return Connection(opener, **kwargs), Peer(peer_stream)

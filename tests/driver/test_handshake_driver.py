@@ -1,0 +1,163 @@
+"""The handshake as the driver runs it: bytes on the wire, typed failures, no hang."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from structlog.testing import capture_logs
+
+from mcpl_host import InitializeError, RequestTimeout, VersionError
+from mcpl_host.events import Connected, Event
+from mcpl_host.protocol.errors import TransportError
+
+from .peer import memory_connection
+
+
+async def test_connect_writes_initialize_then_initialized() -> None:
+    events: list[Event] = []
+    conn, peer = memory_connection(on_event=events.append, versions=["2025-06-18", "2025-03-26"])
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(peer.handshake, "2025-03-26")
+            async with conn:
+                assert conn.protocol_version == "2025-03-26"
+                assert conn.server_info == {"name": "scripted", "version": "1.0"}
+                assert conn.instructions == "be nice"
+                assert conn.server_capabilities == {"tools": {}}
+                assert set(conn.timings_ms) == {"connect", "initialize", "total"}
+    assert peer.received[0] == (
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+        b'"capabilities":{},"clientInfo":{"name":"mcpl_host","version":"0.1.0"}}}'
+    )
+    assert peer.received[1] == b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+    assert isinstance(events[0], Connected)
+    assert events[0].protocol_version == "2025-03-26"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}',
+        b'{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}',
+    ],
+)
+async def test_id_less_error_fails_the_connect_at_once(answer: bytes) -> None:
+    conn, peer = memory_connection(initialize_timeout=30)
+
+    async def server() -> None:
+        await peer.expect("initialize")
+        await peer.send(answer)
+
+    with trio.fail_after(2):  # far below the 30 s initialize timeout
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server)
+            with pytest.raises(InitializeError) as info:
+                async with conn:
+                    pytest.fail("connected")
+    assert info.value.code == -32700
+    assert info.value.server_message == "Parse error"
+    assert not info.value.request_id_present
+
+
+async def test_log_lines_and_ping_while_waiting_then_the_answer() -> None:
+    conn, peer = memory_connection()
+
+    async def server() -> None:
+        init = await peer.expect("initialize")
+        await peer.send(b"starting up (not JSON)")
+        await peer.send(b'{"id":null,"error":{"code":1,"message":"a log line"}}')
+        await peer.send(b'{"jsonrpc":"2.0","id":null,"method":"ping"}')
+        assert await peer.recv_line() == b'{"jsonrpc":"2.0","id":null,"result":{}}'
+        await peer.send(b'{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}')  # ignored
+        await peer.send(b'{"jsonrpc":"2.0","id":9,"method":"roots/list"}')  # ignored
+        await peer.send(
+            {"jsonrpc": "2.0", "id": init["id"], "result": {"protocolVersion": "2025-11-25"}}
+        )
+        await peer.expect("notifications/initialized")
+
+    with capture_logs() as logs, trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server)
+            async with conn:
+                assert conn.protocol_version == "2025-11-25"
+    outcomes = [e.get("outcome") for e in logs if e["event"] == "message"]
+    assert outcomes[:5] == ["ignored", "response-unmatched", "dispatched", "ignored", "ignored"]
+
+
+async def test_handshake_timeout_is_typed_and_closes(autojump_clock: trio.abc.Clock) -> None:
+    conn, peer = memory_connection(initialize_timeout=30)
+
+    async def server() -> None:
+        await peer.expect("initialize")
+        with pytest.raises(EOFError):
+            await peer.recv_line()  # the host hangs up after the timeout
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server)
+        start = trio.current_time()
+        with pytest.raises(RequestTimeout) as info:
+            async with conn:
+                pass
+        assert trio.current_time() - start == pytest.approx(30)
+    assert info.value.method == "initialize"
+
+
+async def test_version_outside_allowlist_fails_permanently() -> None:
+    conn, peer = memory_connection(versions=["2025-11-25"])
+
+    async def server() -> None:
+        init = await peer.expect("initialize")
+        await peer.send(
+            {"jsonrpc": "2.0", "id": init["id"], "result": {"protocolVersion": "2024-11-05"}}
+        )
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server)
+            with pytest.raises(VersionError) as info:
+                async with conn:
+                    pass
+    assert info.value.permanent
+    assert info.value.answered == "2024-11-05"
+
+
+async def test_eof_during_handshake_fails_at_once() -> None:
+    conn, peer = memory_connection()
+
+    async def server() -> None:
+        await peer.expect("initialize")
+        await peer.stream.aclose()
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server)
+            with pytest.raises(TransportError, match="during initialize"):
+                async with conn:
+                    pass
+
+
+async def test_initialize_error_with_server_data() -> None:
+    conn, peer = memory_connection()
+
+    async def server() -> None:
+        init = await peer.expect("initialize")
+        await peer.send(
+            {
+                "jsonrpc": "2.0",
+                "id": init["id"],
+                "error": {
+                    "code": -32602,
+                    "message": "Unsupported protocol version",
+                    "data": {"supported": ["2024-11-05"]},
+                },
+            }
+        )
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server)
+            with pytest.raises(InitializeError) as info:
+                async with conn:
+                    pass
+    assert info.value.code == -32602
+    assert info.value.data == {"supported": ["2024-11-05"]}
