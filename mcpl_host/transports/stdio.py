@@ -234,6 +234,7 @@ async def open_stdio(
     try:
         nursery.start_soon(transport._read_stderr, decoder, on_stderr)
     except BaseException:
+        transport._stderr_done.set()  # no reader will ever drain it
         await transport.aclose(grace=0, term_grace=0)
         raise
     transport._log.info("stdio server started")
