@@ -24,6 +24,7 @@ import structlog
 import trio
 from msgspec import UNSET, Raw
 
+from ._timeouts import TimeoutWatch
 from .events import Connected, Disconnected, Event, EventCallback, ServerNotification, StderrLine
 from .protocol.batch import BatchAnswers, BatchPlan, BatchRefused, plan_batch
 from .protocol.envelope import (
@@ -107,27 +108,35 @@ class _Pending:
     """One request of the host's, from its write until its answer or its end."""
 
     __slots__ = (
+        "deadline",
         "done",
         "error",
         "method",
         "on_progress",
         "progress_reset",
         "result",
-        "scope",
         "settled",
+        "timed_out",
         "written",
     )
 
-    def __init__(self, method: str) -> None:
+    def __init__(self, method: str, deadline: float) -> None:
         self.method = method
+        self.deadline = deadline
         self.done = trio.Event()
         self.result: Raw | None = None
         self.error: McplHostError | None = None
         self.settled = False
+        self.timed_out = False
         self.written = False
-        self.scope: trio.CancelScope | None = None
         self.on_progress: Any = None
         self.progress_reset: tuple[float, float] | None = None  # (timeout, hard deadline)
+
+    def expire(self) -> None:
+        """The timeout passed with no answer (called by the TimeoutWatch)."""
+        if not self.settled:
+            self.timed_out = True
+            self.done.set()
 
     def settle(self, result: Raw | None = None, error: McplHostError | None = None) -> None:
         if not self.settled:
@@ -163,14 +172,22 @@ class _Epoch:
         """
         if not self.open:
             raise self.conn._closed_error(self, outcome_unknown=False)
-        async with self.write_lock:
+        lock = self.write_lock
+        # Uncontended, take the lock without the extra scheduling round its acquire()
+        # costs; send_all checkpoints anyway.
+        try:
+            lock.acquire_nowait()
+        except trio.WouldBlock:
+            await lock.acquire()
+        try:
             if not self.open:
                 raise self.conn._closed_error(self, outcome_unknown=False)
-            try:
-                await self.transport.stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                self.conn._end_epoch_soon(self, "write-failed")
-                raise self.conn._closed_error(self, outcome_unknown=False) from exc
+            await self.transport.stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            self.conn._end_epoch_soon(self, "write-failed")
+            raise self.conn._closed_error(self, outcome_unknown=False) from exc
+        finally:
+            lock.release()
 
     async def deliver(self, answer: ResultAnswer | ErrorAnswer, responder: Responder) -> bool:
         """A responder's single answer: written here or nowhere."""
@@ -295,6 +312,7 @@ class Connection:
         self._ids = itertools.count(1)  # never reused on this connection
         self._epoch_numbers = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
+        self._timeouts = TimeoutWatch()
         self._abandoned: deque[int] = deque(maxlen=_ABANDONED_MEMORY)
         self._epoch: _Epoch | None = None
         self._nursery: trio.Nursery | None = None
@@ -419,6 +437,7 @@ class Connection:
         )
         epoch.handshake = handshake
         nursery.start_soon(self._reader, epoch)
+        nursery.start_soon(self._timeouts.run)
         try:
             with trio.fail_after(self.initialize_timeout):
                 await epoch.write(handshake.request())
@@ -511,7 +530,7 @@ class Connection:
         epoch = self._current_epoch()
         timeout = self.request_timeout if timeout is None else timeout
         request_id = next(self._ids)
-        pending = _Pending(method)
+        pending = _Pending(method, trio.current_time() + timeout)
         if on_progress is not None:
             params = _with_progress_token(params, request_id)
             pending.on_progress = on_progress
@@ -523,20 +542,20 @@ class Connection:
         except msgspec.EncodeError as exc:
             raise TypeError(f"params for {method!r} cannot be encoded as JSON: {exc}") from None
         self._pending[request_id] = pending
+        self._timeouts.watch(pending)
         try:
-            with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
-                pending.scope = scope
-                await epoch.write(line)
-                pending.written = True
-                await pending.done.wait()
+            await epoch.write(line)
+            pending.written = True
+            await pending.done.wait()
         finally:
             self._pending.pop(request_id, None)
             if not pending.settled:
+                pending.settled = True  # its timeout entry goes stale
                 self._abandoned.append(request_id)
                 if pending.written and epoch.open:
-                    reason = "timeout" if scope.cancelled_caught else "cancelled by the caller"
+                    reason = "timeout" if pending.timed_out else "cancelled by the caller"
                     await self._send_cancelled(epoch, request_id, reason)
-        if not pending.settled:
+        if pending.timed_out:
             raise RequestTimeout(
                 f"no answer to {method!r} within {timeout:g} s",
                 method=method,
@@ -881,9 +900,10 @@ class Connection:
         )
         if pending is None or pending.on_progress is None:
             return
-        if pending.progress_reset is not None and pending.scope is not None:
+        if pending.progress_reset is not None:
             timeout, hard = pending.progress_reset
-            pending.scope.deadline = min(trio.current_time() + timeout, hard)
+            pending.deadline = min(trio.current_time() + timeout, hard)
+            self._timeouts.watch(pending)
         try:
             pending.on_progress(progress.progress, progress.total, progress.message)
         except Exception:

@@ -261,6 +261,7 @@ def describe(target: Target) -> str:
 
     A stdio target shows only its program's name and how many arguments follow:
     arguments are where tokens are passed, and not every token looks like one.
+    Raises nothing.
     """
     if isinstance(target, StdioTarget):
         program = os.path.basename(target.argv[0].rstrip("/\\")) or target.argv[0]
@@ -274,7 +275,11 @@ def describe(target: Target) -> str:
 
 
 def redactor_for(target: Target, *, extra_secrets: Sequence[str] = ()) -> Redactor:
-    """The redactor for one server: its configured credentials plus ``extra_secrets``."""
+    """The redactor for one server: its configured credentials plus ``extra_secrets``.
+
+    Build it once per connection and use it for every log line and error message about
+    that server. Raises nothing.
+    """
     if isinstance(target, StdioTarget):
         found = Redactor.from_config(env=target.env, args=target.argv)
         return Redactor([*found.secrets, *extra_secrets])
