@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
@@ -24,54 +23,24 @@ import structlog
 import trio
 from msgspec import UNSET, Raw
 
+from ._epoch import Epoch
+from ._inbound import Inbound
+from ._pending import Pending, ProgressCallback, result_decoder, with_progress_token
 from ._timeouts import TimeoutWatch
-from .events import Connected, Disconnected, Event, EventCallback, ServerNotification, StderrLine
-from .protocol.batch import BatchAnswers, BatchPlan, BatchRefused, plan_batch
-from .protocol.envelope import (
-    Batch,
-    Classified,
-    Ignored,
-    InvalidRequest,
-    Notification,
-    Outcome,
-    Request,
-    RequestId,
-    Response,
-    decode_line,
-)
+from .events import Connected, Disconnected, Event, EventCallback, StderrLine
 from .protocol.errors import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
     ConnectionClosed,
     McplHostError,
     ProtocolError,
-    RequestError,
     RequestTimeout,
     TransportError,
 )
-from .protocol.framing import DEFAULT_MAX_MESSAGE_BYTES, LineDecoder, OversizedLine
-from .protocol.handshake import (
-    Established,
-    Failed,
-    Handshake,
-    InitializeResult,
-    Send,
-    Skip,
-    describe_error_member,
-)
-from .protocol.messages import (
-    ErrorAnswer,
-    OutNotification,
-    OutRequest,
-    ResultAnswer,
-    encode,
-    error_answer,
-)
+from .protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
+from .protocol.handshake import Failed, Handshake, InitializeResult
+from .protocol.messages import OutNotification, OutRequest, encode
 from .protocol.profiles import Profile, validate_allowlist
 from .protocol.redact import Redactor
-from .responder import Handler, Responder, ServerRequest
+from .responder import Handler, ServerRequest
 from .transports import Transport, open_transport
 from .transports.targets import Target, describe, parse_target, redactor_for
 
@@ -96,152 +65,6 @@ _ABANDONED_MEMORY: Final = 1024
 # Server requests the core profiles gate by revision; a custom handler for any other
 # method is served on every revision.
 _GATED: Final = frozenset({"roots/list", "sampling/createMessage", "elicitation/create"})
-
-
-class ProgressCallback:
-    """Type of ``on_progress``: called with (progress, total, message)."""
-
-    def __call__(self, progress: float, total: float | None, message: str | None) -> None: ...
-
-
-class _Pending:
-    """One request of the host's, from its write until its answer or its end."""
-
-    __slots__ = (
-        "deadline",
-        "done",
-        "error",
-        "method",
-        "on_progress",
-        "progress_reset",
-        "result",
-        "settled",
-        "timed_out",
-        "written",
-    )
-
-    def __init__(self, method: str, deadline: float) -> None:
-        self.method = method
-        self.deadline = deadline
-        self.done = trio.Event()
-        self.result: Raw | None = None
-        self.error: McplHostError | None = None
-        self.settled = False
-        self.timed_out = False
-        self.written = False
-        self.on_progress: Any = None
-        self.progress_reset: tuple[float, float] | None = None  # (timeout, hard deadline)
-
-    def expire(self) -> None:
-        """The timeout passed with no answer (called by the TimeoutWatch)."""
-        if not self.settled:
-            self.timed_out = True
-            self.done.set()
-
-    def settle(self, result: Raw | None = None, error: McplHostError | None = None) -> None:
-        if not self.settled:
-            self.settled = True
-            self.result = result
-            self.error = error
-            self.done.set()
-
-
-class _Epoch:
-    """One transport's lifetime: its stream, write lock, profile and inbound work."""
-
-    def __init__(self, conn: Connection, number: int, transport: Transport) -> None:
-        self.conn = conn
-        self.epoch_number = number
-        self.transport = transport
-        self.write_lock = trio.StrictFIFOLock()
-        self.profile: Profile | None = None
-        self.handshake: Handshake | None = None
-        self.handshake_step: Established | Failed | None = None
-        self.handshake_done = trio.Event()
-        self.open = True
-        self.end_reason: str | None = None
-        self.ended = trio.Event()
-        # Server requests in flight, for notifications/cancelled.
-        self.inbound: dict[RequestId, trio.CancelScope] = {}
-        self.log = _log.bind(server=conn.name, epoch=number)
-
-    async def write(self, data: bytes) -> None:
-        """Write one line (or batch). A failed write ends the epoch.
-
-        Raises :class:`ConnectionClosed` when the epoch is over or the write fails.
-        """
-        if not self.open:
-            raise self.conn._closed_error(self, outcome_unknown=False)
-        lock = self.write_lock
-        # Uncontended, take the lock without the extra scheduling round its acquire()
-        # costs; send_all checkpoints anyway.
-        try:
-            lock.acquire_nowait()
-        except trio.WouldBlock:
-            await lock.acquire()
-        try:
-            if not self.open:
-                raise self.conn._closed_error(self, outcome_unknown=False)
-            await self.transport.stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            self.conn._end_epoch_soon(self, "write-failed")
-            raise self.conn._closed_error(self, outcome_unknown=False) from exc
-        finally:
-            lock.release()
-
-    async def deliver(self, answer: ResultAnswer | ErrorAnswer, responder: Responder) -> bool:
-        """A responder's single answer: written here or nowhere."""
-        return await self.write_answer(encode(answer), responder)
-
-    def withdraw(self, responder: Responder) -> None:
-        pass  # a single request withdrawn simply gets no answer
-
-    async def write_answer(self, line: bytes, responder: Responder) -> bool:
-        """Write an answer (or a batch's answer array) on this epoch only."""
-        reason = None
-        if self.open:
-            try:
-                await self.write(line)
-            except ConnectionClosed:
-                reason = "the write failed"
-            else:
-                return True
-        self.log.warning(
-            "not answering request",
-            request_id=responder.id,
-            method=responder.method,
-            reason=reason or f"its transport (epoch {self.epoch_number}) has closed",
-        )
-        return False
-
-
-class _BatchSlot:
-    """A responder's answer for one entry of an inbound batch."""
-
-    __slots__ = ("answers", "epoch", "epoch_number", "index")
-
-    def __init__(self, epoch: _Epoch, answers: BatchAnswers, index: int) -> None:
-        self.epoch = epoch
-        self.epoch_number = epoch.epoch_number
-        self.answers = answers
-        self.index = index
-
-    async def deliver(self, answer: ResultAnswer | ErrorAnswer, responder: Responder) -> bool:
-        self.answers.fill(self.index, answer)
-        return await self._flush(responder)
-
-    def withdraw(self, responder: Responder) -> None:
-        self.answers.drop(self.index)
-        if self.answers.complete:
-            self.epoch.conn._spawn(self._flush, responder)
-
-    async def _flush(self, responder: Responder) -> bool:
-        if not self.answers.complete:
-            return True  # the array goes out with the last answer
-        line = self.answers.encode()
-        if line is None:
-            return True
-        return await self.epoch.write_answer(line, responder)
 
 
 class Connection:
@@ -311,10 +134,23 @@ class Connection:
         self._handlers.update(handlers or {})
         self._ids = itertools.count(1)  # never reused on this connection
         self._epoch_numbers = itertools.count(1)
-        self._pending: dict[int, _Pending] = {}
+        self._pending: dict[int, Pending] = {}
         self._timeouts = TimeoutWatch()
         self._abandoned: deque[int] = deque(maxlen=_ABANDONED_MEMORY)
-        self._epoch: _Epoch | None = None
+        self._inbound = Inbound(
+            server=self.name,
+            pending=self._pending,
+            abandoned=self._abandoned,
+            timeouts=self._timeouts,
+            handlers=self._handlers,
+            redactor=self.redactor,
+            max_message_bytes=max_message_bytes,
+            max_server_requests=max_server_requests,
+            spawn=self._spawn,
+            emit=self._emit,
+            on_lost=self._end_epoch_soon,
+        )
+        self._epoch: Epoch | None = None
         self._nursery: trio.Nursery | None = None
         self._closing = False
         self._closed = trio.Event()
@@ -426,7 +262,13 @@ class Connection:
                 self.target, nursery=nursery, on_stderr=self._on_stderr, redactor=self.redactor
             )
         opened = trio.current_time()
-        epoch = _Epoch(self, next(self._epoch_numbers), transport)
+        epoch = Epoch(
+            next(self._epoch_numbers),
+            transport,
+            server=self.name,
+            on_lost=self._end_epoch_soon,
+            spawn=self._spawn,
+        )
         self._epoch = epoch
         handshake = Handshake(
             allowlist=self.allowlist,
@@ -436,7 +278,7 @@ class Connection:
             redactor=self.redactor,
         )
         epoch.handshake = handshake
-        nursery.start_soon(self._reader, epoch)
+        nursery.start_soon(self._inbound.read, epoch)
         nursery.start_soon(self._timeouts.run)
         try:
             with trio.fail_after(self.initialize_timeout):
@@ -530,9 +372,9 @@ class Connection:
         epoch = self._current_epoch()
         timeout = self.request_timeout if timeout is None else timeout
         request_id = next(self._ids)
-        pending = _Pending(method, trio.current_time() + timeout)
+        pending = Pending(method, trio.current_time() + timeout)
         if on_progress is not None:
-            params = _with_progress_token(params, request_id)
+            params = with_progress_token(params, request_id)
             pending.on_progress = on_progress
             if progress_resets_timeout:
                 hard = max_timeout if max_timeout is not None else timeout * 10
@@ -569,7 +411,7 @@ class Connection:
         if result_type is Raw:
             return pending.result
         try:
-            return _decoder(result_type).decode(pending.result)
+            return result_decoder(result_type).decode(pending.result)
         except msgspec.DecodeError as exc:
             raise ProtocolError(
                 f"the result of {method!r} does not fit: {self.redactor.log_value(str(exc))}",
@@ -584,7 +426,7 @@ class Connection:
         """
         await self._current_epoch().write(encode(OutNotification(method=method, params=params)))
 
-    async def _send_cancelled(self, epoch: _Epoch, request_id: int, reason: str) -> None:
+    async def _send_cancelled(self, epoch: Epoch, request_id: int, reason: str) -> None:
         line = encode(
             OutNotification(
                 method="notifications/cancelled",
@@ -598,326 +440,21 @@ class Connection:
                 await epoch.write(line)
         epoch.log.debug("cancel sent", request_id=request_id, reason=reason)
 
-    def _current_epoch(self) -> _Epoch:
+    def _current_epoch(self) -> Epoch:
         epoch = self._epoch
         if epoch is None or not epoch.open or epoch.profile is None or self._closing:
             raise ConnectionClosed("the connection is not open", reason="closed", server=self.name)
         return epoch
 
-    def _closed_error(self, epoch: _Epoch, *, outcome_unknown: bool) -> ConnectionClosed:
-        reason = epoch.end_reason or "closed"
-        text = "connection lost, outcome unknown" if outcome_unknown else "connection closed"
-        return ConnectionClosed(
-            f"{text} ({reason})", reason=reason, outcome_unknown=outcome_unknown, server=self.name
-        )
-
-    # -- reading -----------------------------------------------------------------------
-
-    async def _reader(self, epoch: _Epoch) -> None:
-        """The one reader of an epoch. Nothing raised by a message escapes it."""
-        framer = LineDecoder(self.max_message_bytes)
-        stream = epoch.transport.stream
-        reason = "eof"
-        try:
-            while epoch.open:
-                try:
-                    chunk = await stream.receive_some(_READ_CHUNK)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    reason = "read-failed" if epoch.open else "closed"
-                    break
-                if not chunk:
-                    items = framer.close()
-                    for item in items:
-                        self._on_line(epoch, item)
-                    break
-                for item in framer.feed(chunk):
-                    self._on_line(epoch, item)
-        finally:
-            if epoch.open:
-                self._end_epoch_soon(epoch, reason)
-
-    def _on_line(self, epoch: _Epoch, item: bytes | OversizedLine) -> None:
-        try:
-            if type(item) is OversizedLine:
-                epoch.log.warning(
-                    "message",
-                    direction="in",
-                    outcome=Outcome.IGNORED,
-                    reason=f"line of {item.size} bytes exceeds max_message_bytes",
-                )
-                return
-            assert isinstance(item, bytes)
-            message = decode_line(item)
-            if epoch.handshake_step is None:
-                self._during_handshake(epoch, message)
-            elif type(message) is Batch:
-                self._on_batch(epoch, message)
-            else:
-                assert not isinstance(message, Batch)
-                self._on_message(epoch, message, None, 0)
-        except Exception:  # a bug must not kill the reader; say so loudly
-            epoch.log.exception("internal error while handling a message")
-
-    def _during_handshake(self, epoch: _Epoch, message: Classified | Batch) -> None:
-        assert epoch.handshake is not None
-        step = epoch.handshake.receive(message)
-        if isinstance(step, Send):
-            epoch.log.debug("message", direction="in", method="ping", outcome=step.outcome)
-            self._spawn(self._write_quietly, epoch, step.line)
-        elif isinstance(step, Skip):
-            epoch.log.info(
-                "message",
-                direction="in",
-                outcome=step.outcome,
-                reason=step.reason,
-                **self._describe(message),
-            )
-        else:
-            epoch.log.debug("message", direction="in", method="initialize", outcome=step.outcome)
-            epoch.handshake_step = step
-            epoch.handshake_done.set()
-
-    def _on_batch(self, epoch: _Epoch, batch: Batch) -> None:
-        plan = plan_batch(batch, epoch.profile)
-        if isinstance(plan, Ignored):
-            epoch.log.info("message", direction="in", outcome=Outcome.IGNORED, reason=plan.reason)
-            return
-        if isinstance(plan, BatchRefused):
-            epoch.log.info(
-                "message", direction="in", outcome=plan.outcome, reason=plan.answer.error.message
-            )
-            self._spawn(self._write_quietly, epoch, encode(plan.answer))
-            return
-        assert isinstance(plan, BatchPlan)
-        answers = BatchAnswers(plan)
-        for index, entry in enumerate(plan.entries):
-            self._on_message(epoch, entry, answers, index)
-        if answers.complete:  # nothing was dispatched that still has to answer
-            line = answers.encode()
-            if line is not None:
-                self._spawn(self._write_quietly, epoch, line)
-
-    def _on_message(
-        self, epoch: _Epoch, message: Classified, batch: BatchAnswers | None, index: int
-    ) -> None:
-        kind = type(message)
-        if kind is Response:
-            assert isinstance(message, Response)
-            self._on_response(epoch, message)
-        elif kind is Request:
-            assert isinstance(message, Request)
-            self._on_request(epoch, message, batch, index)
-        elif kind is Notification:
-            assert isinstance(message, Notification)
-            self._on_notification(epoch, message)
-        elif kind is InvalidRequest:
-            assert isinstance(message, InvalidRequest)
-            epoch.log.info(
-                "message",
-                direction="in",
-                id=message.answer_id,
-                method=message.method,
-                outcome=Outcome.ANSWERED_INVALID,
-                reason=message.message,
-            )
-            if batch is None:  # a batch's invalid entries are already in its answer
-                answer = error_answer(message.answer_id, INVALID_REQUEST, message.message)
-                responder = Responder(epoch, message.answer_id, message.method or "")
-                self._spawn(responder._sink.deliver, answer, responder)
-        else:
-            assert isinstance(message, Ignored)
-            epoch.log.info(
-                "message", direction="in", outcome=Outcome.IGNORED, reason=message.reason
-            )
-
-    def _on_response(self, epoch: _Epoch, response: Response) -> None:
-        pending = self._pending.get(response.id) if type(response.id) is int else None
-        if pending is None or pending.settled:
-            late = type(response.id) is int and response.id in self._abandoned
-            (epoch.log.debug if late else epoch.log.warning)(
-                "message",
-                direction="in",
-                id=response.id if response.id is not None else response.id_kind,
-                outcome=Outcome.RESPONSE_UNMATCHED,
-                reason="a late answer to a request given up on"
-                if late
-                else "matches no pending request",
-                error=None if response.error is None else self.redactor.log_json(response.error),
-            )
-            return
-        epoch.log.debug("message", direction="in", id=response.id, outcome=Outcome.RESPONSE_MATCHED)
-        if response.error is not None:
-            code, message, data = describe_error_member(response.error, self.redactor)
-            pending.settle(
-                error=RequestError(
-                    code if code is not None else INTERNAL_ERROR, message, data, server=self.name
-                )
-            )
-        elif response.result is not None:
-            pending.settle(result=response.result)
-        else:
-            pending.settle(
-                error=ProtocolError(
-                    f"the answer to {pending.method!r} has neither result nor error",
-                    server=self.name,
-                )
-            )
-
-    def _on_request(
-        self, epoch: _Epoch, request: Request, batch: BatchAnswers | None, index: int
-    ) -> None:
-        sink = epoch if batch is None else _BatchSlot(epoch, batch, index)
-        responder = Responder(sink, request.id, request.method)
-        handler = self._handlers.get(request.method)
-        profile = epoch.profile
-        assert profile is not None
-        if handler is None or (
-            request.method in _GATED and request.method not in profile.server_requests
-        ):
-            epoch.log.info(
-                "message",
-                direction="in",
-                id=request.id,
-                method=request.method,
-                outcome=Outcome.DISPATCHED,
-                reason="method not found",
-            )
-            self._spawn(responder.error, METHOD_NOT_FOUND, f"Method not found: {request.method}")
-            return
-        if len(epoch.inbound) >= self.max_server_requests:
-            epoch.log.warning(
-                "message",
-                direction="in",
-                id=request.id,
-                method=request.method,
-                outcome=Outcome.DISPATCHED,
-                reason="too many server requests in flight",
-            )
-            self._spawn(
-                responder.error,
-                INTERNAL_ERROR,
-                f"host busy: {self.max_server_requests} server requests already in flight",
-            )
-            return
-        epoch.log.debug(
-            "message",
-            direction="in",
-            id=request.id,
-            method=request.method,
-            outcome=Outcome.DISPATCHED,
-        )
-        scope = trio.CancelScope()
-        if request.id is not None:
-            epoch.inbound[request.id] = scope
-        else:  # id null: cannot be cancelled by id, but still counts toward the bound
-            epoch.inbound[object()] = scope  # type: ignore[index]
-        self._spawn(
-            self._serve,
-            epoch,
-            ServerRequest(request.method, request.id, request.params, responder),
-            handler,
-            scope,
-        )
-
-    async def _serve(
-        self, epoch: _Epoch, request: ServerRequest, handler: Handler, scope: trio.CancelScope
-    ) -> None:
-        responder = request.responder
-        try:
-            with scope:
-                try:
-                    result = await handler(request)
-                except RequestError as exc:
-                    await self._fail_request(
-                        epoch, responder, exc.code, exc.error_message, exc.data
-                    )
-                except msgspec.ValidationError as exc:
-                    await self._fail_request(
-                        epoch,
-                        responder,
-                        INVALID_PARAMS,
-                        f"Invalid params: {self.redactor.log_value(str(exc))}",
-                        UNSET,
-                    )
-                except Exception as exc:
-                    epoch.log.error(  # noqa: TRY400 - a traceback could carry secrets
-                        "handler failed",
-                        request_id=request.id,
-                        method=request.method,
-                        error=self.redactor.log_value(repr(exc)),
-                    )
-                    await self._fail_request(
-                        epoch, responder, INTERNAL_ERROR, "Internal error", UNSET
-                    )
-                else:
-                    if not responder.answered:
-                        await responder.respond(result)
-            if scope.cancelled_caught:
-                responder.withdraw()
-                epoch.log.info(
-                    "server request cancelled", request_id=request.id, method=request.method
-                )
-        finally:
-            for key, value in list(epoch.inbound.items()):
-                if value is scope:
-                    del epoch.inbound[key]
-
-    async def _fail_request(
-        self, epoch: _Epoch, responder: Responder, code: int, message: str, data: Any
-    ) -> None:
-        if responder.answered:
-            epoch.log.error(
-                "handler failed after answering; no second answer",
-                request_id=responder.id,
-                method=responder.method,
-            )
-            return
-        await responder.error(code, message, data)
-
-    def _on_notification(self, epoch: _Epoch, note: Notification) -> None:
-        epoch.log.debug("message", direction="in", method=note.method, outcome=Outcome.DISPATCHED)
-        if note.method == "notifications/cancelled":
-            request_id = _field(note.params, "requestId")
-            scope = epoch.inbound.get(request_id) if isinstance(request_id, (str, int)) else None
-            if scope is not None:
-                scope.cancel()
-            return
-        if note.method == "notifications/progress":
-            self._on_progress(note.params)
-            return
-        self._emit(ServerNotification(note.method, note.params))
-
-    def _on_progress(self, params: Raw | None) -> None:
-        try:
-            progress = _PROGRESS.decode(params or b"{}")
-        except msgspec.DecodeError:
-            self._log.info("progress notification ignored", reason="malformed params")
-            return
-        pending = (
-            self._pending.get(progress.progressToken)
-            if type(progress.progressToken) is int
-            else None
-        )
-        if pending is None or pending.on_progress is None:
-            return
-        if pending.progress_reset is not None:
-            timeout, hard = pending.progress_reset
-            pending.deadline = min(trio.current_time() + timeout, hard)
-            self._timeouts.watch(pending)
-        try:
-            pending.on_progress(progress.progress, progress.total, progress.message)
-        except Exception:
-            self._log.exception("progress callback failed", method=pending.method)
-
     # -- ending an epoch ---------------------------------------------------------------
 
-    def _end_epoch_soon(self, epoch: _Epoch, reason: str) -> None:
+    def _end_epoch_soon(self, epoch: Epoch, reason: str) -> None:
         """Mark the epoch over now (nothing more is written to it); shut it down in a task."""
         if epoch.open:
             self._mark_ended(epoch, reason)
             self._spawn(self._end_epoch, epoch, reason)
 
-    def _mark_ended(self, epoch: _Epoch, reason: str) -> None:
+    def _mark_ended(self, epoch: Epoch, reason: str) -> None:
         epoch.open = False
         epoch.end_reason = reason
         for scope in epoch.inbound.values():
@@ -932,9 +469,9 @@ class Connection:
             )
             epoch.handshake_done.set()
         for pending in list(self._pending.values()):
-            pending.settle(error=self._closed_error(epoch, outcome_unknown=pending.written))
+            pending.settle(error=epoch.closed_error(outcome_unknown=pending.written))
 
-    async def _end_epoch(self, epoch: _Epoch, reason: str) -> None:
+    async def _end_epoch(self, epoch: Epoch, reason: str) -> None:
         if epoch.open:
             self._mark_ended(epoch, reason)
         if epoch.ended.is_set():
@@ -957,12 +494,6 @@ class Connection:
         if nursery is not None:
             nursery.start_soon(fn, *args)
 
-    async def _write_quietly(self, epoch: _Epoch, line: bytes) -> None:
-        try:
-            await epoch.write(line)
-        except ConnectionClosed:
-            epoch.log.warning("answer not written", reason="the transport has closed")
-
     def _emit(self, event: Event) -> None:
         if self._on_event is None:
             return
@@ -973,54 +504,6 @@ class Connection:
 
     def _on_stderr(self, line: str) -> None:
         self._emit(StderrLine(line))
-
-    def _describe(self, message: Classified | Batch) -> dict[str, Any]:
-        if isinstance(message, (Request, Notification)):
-            return {"method": message.method}
-        if isinstance(message, Response):
-            info: dict[str, Any] = {"id": message.id if message.id is not None else message.id_kind}
-            if message.error is not None:
-                info["error"] = self.redactor.log_json(message.error)
-            return info
-        return {}
-
-
-class _Progress(msgspec.Struct):
-    progressToken: Any = None  # the wire's name
-    progress: float = math.nan
-    total: float | None = None
-    message: str | None = None
-
-
-_PROGRESS: Final = msgspec.json.Decoder(_Progress)
-_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
-
-
-def _decoder(type_: Any) -> msgspec.json.Decoder[Any]:
-    decoder = _DECODERS.get(type_)
-    if decoder is None:
-        decoder = _DECODERS[type_] = msgspec.json.Decoder(type_)
-    return decoder
-
-
-def _field(params: Raw | None, name: str) -> Any:
-    if params is None:
-        return None
-    try:
-        value = msgspec.json.decode(params)
-    except msgspec.DecodeError:
-        return None
-    return value.get(name) if isinstance(value, dict) else None
-
-
-def _with_progress_token(params: Any, token: int) -> Any:
-    if params is UNSET or params is None:
-        params = {}
-    if not isinstance(params, dict):
-        raise TypeError("progress needs params to be a dict (it carries _meta.progressToken)")
-    meta = dict(params.get("_meta") or {})
-    meta["progressToken"] = token
-    return {**params, "_meta": meta}
 
 
 async def _ping(_request: ServerRequest) -> Any:

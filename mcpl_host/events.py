@@ -44,7 +44,9 @@ class Disconnected:
 
 @dataclass(frozen=True, slots=True)
 class StderrLine:
-    """One line a stdio server wrote on stderr, already redacted and escaped."""
+    """One line a stdio server wrote on stderr, redacted (credentials masked) but neither
+    escaped nor cut: escape it (``mcpl_host.protocol.redact.log_value``) before writing
+    it anywhere control characters matter."""
 
     line: str
 

@@ -1,0 +1,406 @@
+"""Everything the server sends, as the connection handles it.
+
+One reader task per transport epoch frames the bytes, asks the protocol core what each
+message is, and acts: a response settles a pending request, a request goes to its
+handler in a task of its own with a responder bound to the epoch, a notification is
+consumed or passed to the embedder. Every message ends with one typed outcome, logged
+as one structured event. Nothing raised while handling a message escapes the reader.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import msgspec
+import structlog
+import trio
+from msgspec import UNSET, Raw
+
+from ._epoch import BatchSlot, Epoch
+from ._pending import PROGRESS, Pending
+from ._timeouts import TimeoutWatch
+from .events import Event, ServerNotification
+from .protocol.batch import BatchAnswers, BatchPlan, BatchRefused, plan_batch
+from .protocol.envelope import (
+    Batch,
+    Classified,
+    Ignored,
+    InvalidRequest,
+    Notification,
+    Outcome,
+    Request,
+    Response,
+    decode_line,
+)
+from .protocol.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    ProtocolError,
+    RequestError,
+)
+from .protocol.framing import LineDecoder, OversizedLine
+from .protocol.handshake import Send, Skip, describe_error_member
+from .protocol.messages import encode, error_answer
+from .protocol.redact import Redactor
+from .responder import Handler, Responder, ServerRequest
+
+__all__ = ["Inbound"]
+
+_log = structlog.get_logger("mcpl_host.connection")
+_READ_CHUNK: Final = 256 * 1024
+# Server requests the core profiles gate by revision; a custom handler for any other
+# method is served on every revision.
+_GATED: Final = frozenset({"roots/list", "sampling/createMessage", "elicitation/create"})
+
+
+class Inbound:
+    """Reads and dispatches what one connection's server sends, epoch after epoch."""
+
+    def __init__(
+        self,
+        *,
+        server: str,
+        pending: dict[int, Pending],
+        abandoned: deque[int],
+        timeouts: TimeoutWatch,
+        handlers: Mapping[str, Handler],
+        redactor: Redactor,
+        max_message_bytes: int,
+        max_server_requests: int,
+        spawn: Callable[..., None],
+        emit: Callable[[Event], None],
+        on_lost: Callable[[Epoch, str], None],
+    ) -> None:
+        self.server = server
+        self._pending = pending
+        self._abandoned = abandoned
+        self._timeouts = timeouts
+        self._handlers = handlers
+        self.redactor = redactor
+        self.max_message_bytes = max_message_bytes
+        self.max_server_requests = max_server_requests
+        self._spawn = spawn
+        self._emit = emit
+        self._on_lost = on_lost
+        self._log = _log.bind(server=server)
+
+    async def read(self, epoch: Epoch) -> None:
+        """The one reader of an epoch. Nothing raised by a message escapes it."""
+        framer = LineDecoder(self.max_message_bytes)
+        stream = epoch.transport.stream
+        reason = "eof"
+        try:
+            while epoch.open:
+                try:
+                    chunk = await stream.receive_some(_READ_CHUNK)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    reason = "read-failed" if epoch.open else "closed"
+                    break
+                if not chunk:
+                    items = framer.close()
+                    for item in items:
+                        self._on_line(epoch, item)
+                    break
+                for item in framer.feed(chunk):
+                    self._on_line(epoch, item)
+        finally:
+            if epoch.open:
+                self._on_lost(epoch, reason)
+
+    def _on_line(self, epoch: Epoch, item: bytes | OversizedLine) -> None:
+        try:
+            if type(item) is OversizedLine:
+                epoch.log.warning(
+                    "message",
+                    direction="in",
+                    outcome=Outcome.IGNORED,
+                    reason=f"line of {item.size} bytes exceeds max_message_bytes",
+                )
+                return
+            assert isinstance(item, bytes)
+            message = decode_line(item)
+            if epoch.handshake_step is None:
+                self._during_handshake(epoch, message)
+            elif type(message) is Batch:
+                self._on_batch(epoch, message)
+            else:
+                assert not isinstance(message, Batch)
+                self._on_message(epoch, message, None, 0)
+        except Exception:  # a bug must not kill the reader; say so loudly
+            epoch.log.exception("internal error while handling a message")
+
+    def _during_handshake(self, epoch: Epoch, message: Classified | Batch) -> None:
+        assert epoch.handshake is not None
+        step = epoch.handshake.receive(message)
+        if isinstance(step, Send):
+            epoch.log.debug("message", direction="in", method="ping", outcome=step.outcome)
+            self._spawn(epoch.write_quietly, step.line)
+        elif isinstance(step, Skip):
+            epoch.log.info(
+                "message",
+                direction="in",
+                outcome=step.outcome,
+                reason=step.reason,
+                **self._describe(message),
+            )
+        else:
+            epoch.log.debug("message", direction="in", method="initialize", outcome=step.outcome)
+            epoch.handshake_step = step
+            epoch.handshake_done.set()
+
+    def _on_batch(self, epoch: Epoch, batch: Batch) -> None:
+        plan = plan_batch(batch, epoch.profile)
+        if isinstance(plan, Ignored):
+            epoch.log.info("message", direction="in", outcome=Outcome.IGNORED, reason=plan.reason)
+            return
+        if isinstance(plan, BatchRefused):
+            epoch.log.info(
+                "message", direction="in", outcome=plan.outcome, reason=plan.answer.error.message
+            )
+            self._spawn(epoch.write_quietly, encode(plan.answer))
+            return
+        assert isinstance(plan, BatchPlan)
+        answers = BatchAnswers(plan)
+        for index, entry in enumerate(plan.entries):
+            self._on_message(epoch, entry, answers, index)
+        if answers.complete:  # nothing was dispatched that still has to answer
+            line = answers.encode()
+            if line is not None:
+                self._spawn(epoch.write_quietly, line)
+
+    def _on_message(
+        self, epoch: Epoch, message: Classified, batch: BatchAnswers | None, index: int
+    ) -> None:
+        kind = type(message)
+        if kind is Response:
+            assert isinstance(message, Response)
+            self._on_response(epoch, message)
+        elif kind is Request:
+            assert isinstance(message, Request)
+            self._on_request(epoch, message, batch, index)
+        elif kind is Notification:
+            assert isinstance(message, Notification)
+            self._on_notification(epoch, message)
+        elif kind is InvalidRequest:
+            assert isinstance(message, InvalidRequest)
+            epoch.log.info(
+                "message",
+                direction="in",
+                id=message.answer_id,
+                method=message.method,
+                outcome=Outcome.ANSWERED_INVALID,
+                reason=message.message,
+            )
+            if batch is None:  # a batch's invalid entries are already in its answer
+                answer = error_answer(message.answer_id, INVALID_REQUEST, message.message)
+                responder = Responder(epoch, message.answer_id, message.method or "")
+                self._spawn(responder._sink.deliver, answer, responder)
+        else:
+            assert isinstance(message, Ignored)
+            epoch.log.info(
+                "message", direction="in", outcome=Outcome.IGNORED, reason=message.reason
+            )
+
+    def _on_response(self, epoch: Epoch, response: Response) -> None:
+        pending = self._pending.get(response.id) if type(response.id) is int else None
+        if pending is None or pending.settled:
+            late = type(response.id) is int and response.id in self._abandoned
+            (epoch.log.debug if late else epoch.log.warning)(
+                "message",
+                direction="in",
+                id=response.id if response.id is not None else response.id_kind,
+                outcome=Outcome.RESPONSE_UNMATCHED,
+                reason="a late answer to a request given up on"
+                if late
+                else "matches no pending request",
+                error=None if response.error is None else self.redactor.log_json(response.error),
+            )
+            return
+        epoch.log.debug("message", direction="in", id=response.id, outcome=Outcome.RESPONSE_MATCHED)
+        if response.error is not None:
+            code, message, data = describe_error_member(response.error, self.redactor)
+            pending.settle(
+                error=RequestError(
+                    code if code is not None else INTERNAL_ERROR, message, data, server=self.server
+                )
+            )
+        elif response.result is not None:
+            pending.settle(result=response.result)
+        else:
+            pending.settle(
+                error=ProtocolError(
+                    f"the answer to {pending.method!r} has neither result nor error",
+                    server=self.server,
+                )
+            )
+
+    def _on_request(
+        self, epoch: Epoch, request: Request, batch: BatchAnswers | None, index: int
+    ) -> None:
+        sink = epoch if batch is None else BatchSlot(epoch, batch, index)
+        responder = Responder(sink, request.id, request.method)
+        handler = self._handlers.get(request.method)
+        profile = epoch.profile
+        assert profile is not None
+        if handler is None or (
+            request.method in _GATED and request.method not in profile.server_requests
+        ):
+            epoch.log.info(
+                "message",
+                direction="in",
+                id=request.id,
+                method=request.method,
+                outcome=Outcome.DISPATCHED,
+                reason="method not found",
+            )
+            self._spawn(responder.error, METHOD_NOT_FOUND, f"Method not found: {request.method}")
+            return
+        if len(epoch.inbound) >= self.max_server_requests:
+            epoch.log.warning(
+                "message",
+                direction="in",
+                id=request.id,
+                method=request.method,
+                outcome=Outcome.DISPATCHED,
+                reason="too many server requests in flight",
+            )
+            self._spawn(
+                responder.error,
+                INTERNAL_ERROR,
+                f"host busy: {self.max_server_requests} server requests already in flight",
+            )
+            return
+        epoch.log.debug(
+            "message",
+            direction="in",
+            id=request.id,
+            method=request.method,
+            outcome=Outcome.DISPATCHED,
+        )
+        scope = trio.CancelScope()
+        key = epoch.track(request.id, scope)
+        self._spawn(
+            self._serve,
+            epoch,
+            ServerRequest(request.method, request.id, request.params, responder),
+            handler,
+            scope,
+            key,
+        )
+
+    async def _serve(
+        self,
+        epoch: Epoch,
+        request: ServerRequest,
+        handler: Handler,
+        scope: trio.CancelScope,
+        key: Any,
+    ) -> None:
+        responder = request.responder
+        try:
+            with scope:
+                try:
+                    result = await handler(request)
+                except RequestError as exc:
+                    await self._fail_request(
+                        epoch, responder, exc.code, exc.error_message, exc.data
+                    )
+                except msgspec.ValidationError as exc:
+                    await self._fail_request(
+                        epoch,
+                        responder,
+                        INVALID_PARAMS,
+                        f"Invalid params: {self.redactor.log_value(str(exc))}",
+                        UNSET,
+                    )
+                except Exception as exc:
+                    epoch.log.error(  # noqa: TRY400 - a traceback could carry secrets
+                        "handler failed",
+                        request_id=request.id,
+                        method=request.method,
+                        error=self.redactor.log_value(repr(exc)),
+                    )
+                    await self._fail_request(
+                        epoch, responder, INTERNAL_ERROR, "Internal error", UNSET
+                    )
+                else:
+                    if not responder.answered:
+                        await responder.respond(result)
+            if scope.cancelled_caught:
+                responder.withdraw()
+                epoch.log.info(
+                    "server request cancelled", request_id=request.id, method=request.method
+                )
+        finally:
+            epoch.inbound.pop(key, None)
+
+    async def _fail_request(
+        self, epoch: Epoch, responder: Responder, code: int, message: str, data: Any
+    ) -> None:
+        if responder.answered:
+            epoch.log.error(
+                "handler failed after answering; no second answer",
+                request_id=responder.id,
+                method=responder.method,
+            )
+            return
+        await responder.error(code, message, data)
+
+    def _on_notification(self, epoch: Epoch, note: Notification) -> None:
+        epoch.log.debug("message", direction="in", method=note.method, outcome=Outcome.DISPATCHED)
+        if note.method == "notifications/cancelled":
+            request_id = _field(note.params, "requestId")
+            scope = epoch.inbound.get(request_id) if isinstance(request_id, (str, int)) else None
+            if scope is not None:
+                scope.cancel()
+            return
+        if note.method == "notifications/progress":
+            self._on_progress(note.params)
+            return
+        self._emit(ServerNotification(note.method, note.params))
+
+    def _on_progress(self, params: Raw | None) -> None:
+        try:
+            progress = PROGRESS.decode(params or b"{}")
+        except msgspec.DecodeError:
+            self._log.info("progress notification ignored", reason="malformed params")
+            return
+        pending = (
+            self._pending.get(progress.progressToken)
+            if type(progress.progressToken) is int
+            else None
+        )
+        if pending is None or pending.on_progress is None:
+            return
+        if pending.progress_reset is not None:
+            timeout, hard = pending.progress_reset
+            pending.deadline = min(trio.current_time() + timeout, hard)
+            self._timeouts.watch(pending)
+        try:
+            pending.on_progress(progress.progress, progress.total, progress.message)
+        except Exception:
+            self._log.exception("progress callback failed", method=pending.method)
+
+    def _describe(self, message: Classified | Batch) -> dict[str, Any]:
+        if isinstance(message, (Request, Notification)):
+            return {"method": message.method}
+        if isinstance(message, Response):
+            info: dict[str, Any] = {"id": message.id if message.id is not None else message.id_kind}
+            if message.error is not None:
+                info["error"] = self.redactor.log_json(message.error)
+            return info
+        return {}
+
+
+def _field(params: Raw | None, name: str) -> Any:
+    if params is None:
+        return None
+    try:
+        value = msgspec.json.decode(params)
+    except msgspec.DecodeError:
+        return None
+    return value.get(name) if isinstance(value, dict) else None

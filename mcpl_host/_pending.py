@@ -1,0 +1,95 @@
+"""The host's own requests while they wait: the pending entry and progress reporting."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, Final, TypeAlias
+
+import msgspec
+import trio
+from msgspec import UNSET, Raw
+
+from .protocol.errors import McplHostError
+
+__all__ = ["PROGRESS", "Pending", "ProgressCallback", "result_decoder", "with_progress_token"]
+
+ProgressCallback: TypeAlias = Callable[[float, float | None, str | None], None]
+"""``on_progress(progress, total, message)``; total and message may be None."""
+
+
+class Pending:
+    """One request of the host's, from its write until its answer or its end."""
+
+    __slots__ = (
+        "deadline",
+        "done",
+        "error",
+        "method",
+        "on_progress",
+        "progress_reset",
+        "result",
+        "settled",
+        "timed_out",
+        "written",
+    )
+
+    def __init__(self, method: str, deadline: float) -> None:
+        self.method = method
+        self.deadline = deadline
+        self.done = trio.Event()
+        self.result: Raw | None = None
+        self.error: McplHostError | None = None
+        self.settled = False
+        self.timed_out = False
+        self.written = False
+        self.on_progress: ProgressCallback | None = None
+        self.progress_reset: tuple[float, float] | None = None  # (timeout, hard deadline)
+
+    def expire(self) -> None:
+        """The timeout passed with no answer (called by the TimeoutWatch)."""
+        if not self.settled:
+            self.timed_out = True
+            self.done.set()
+
+    def settle(self, result: Raw | None = None, error: McplHostError | None = None) -> None:
+        if not self.settled:
+            self.settled = True
+            self.result = result
+            self.error = error
+            self.done.set()
+
+
+class Progress(msgspec.Struct):
+    """``notifications/progress`` params (field names are the wire's)."""
+
+    progressToken: Any = None
+    progress: float = math.nan
+    total: float | None = None
+    message: str | None = None
+
+
+PROGRESS: Final = msgspec.json.Decoder(Progress)
+_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def result_decoder(type_: Any) -> msgspec.json.Decoder[Any]:
+    """A decoder per result type, built once."""
+    decoder = _DECODERS.get(type_)
+    if decoder is None:
+        decoder = _DECODERS[type_] = msgspec.json.Decoder(type_)
+    return decoder
+
+
+def with_progress_token(params: Any, token: int) -> Any:
+    """``params`` with ``_meta.progressToken`` set (a copy; the caller's dict is untouched).
+
+    Raises ``TypeError`` when params are not a dict (progress needs one to carry ``_meta``).
+    """
+    if params is UNSET or params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise TypeError("progress needs params to be a dict (it carries _meta.progressToken)")
+    meta = dict(params.get("_meta") or {})
+    meta["progressToken"] = token
+    return {**params, "_meta": meta}
