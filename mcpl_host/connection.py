@@ -58,13 +58,9 @@ DEFAULT_REQUEST_TIMEOUT: Final = 60.0
 DEFAULT_MAX_SERVER_REQUESTS: Final = 64
 # notifications/cancelled is a courtesy: it must never hold up the caller for long.
 _CANCEL_NOTICE_BOUND: Final = 1.0
-_READ_CHUNK: Final = 256 * 1024
 # Ids of requests given up on (timeout, cancel), so that their late answers are logged
 # quietly rather than as strays. Bounded: a long-lived connection must not grow it.
 _ABANDONED_MEMORY: Final = 1024
-# Server requests the core profiles gate by revision; a custom handler for any other
-# method is served on every revision.
-_GATED: Final = frozenset({"roots/list", "sampling/createMessage", "elicitation/create"})
 
 
 class Connection:
