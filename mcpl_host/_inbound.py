@@ -9,7 +9,6 @@ as one structured event. Nothing raised while handling a message escapes the rea
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -65,7 +64,8 @@ class Inbound:
         *,
         server: str,
         pending: dict[int, Pending],
-        abandoned: deque[int],
+        abandoned: Mapping[int, str],
+        progress: dict[int, Pending],
         timeouts: TimeoutWatch,
         handlers: Mapping[str, Handler],
         redactor: Redactor,
@@ -78,6 +78,7 @@ class Inbound:
         self.server = server
         self._pending = pending
         self._abandoned = abandoned
+        self._progress = progress
         self._timeouts = timeouts
         self._handlers = handlers
         self.redactor = redactor
@@ -207,16 +208,16 @@ class Inbound:
 
     def _on_response(self, epoch: Epoch, response: Response) -> None:
         pending = self._pending.get(response.id) if type(response.id) is int else None
-        if pending is None or pending.settled:
-            late = type(response.id) is int and response.id in self._abandoned
-            (epoch.log.debug if late else epoch.log.warning)(
+        if pending is None or pending.settled or pending.epoch is not epoch:
+            # An id the host gave up on is expected now and then (a late answer, or one
+            # from before a reconnect); anything else is the peer's mistake.
+            known = self._abandoned.get(response.id) if type(response.id) is int else None
+            (epoch.log.debug if known else epoch.log.warning)(
                 "message",
                 direction="in",
                 id=response.id if response.id is not None else response.id_kind,
                 outcome=Outcome.RESPONSE_UNMATCHED,
-                reason="a late answer to a request given up on"
-                if late
-                else "matches no pending request",
+                reason=known or "matches no pending request",
                 error=None if response.error is None else self.redactor.log_json(response.error),
             )
             return
@@ -369,11 +370,8 @@ class Inbound:
         except msgspec.DecodeError:
             self._log.info("progress notification ignored", reason="malformed params")
             return
-        pending = (
-            self._pending.get(progress.progressToken)
-            if type(progress.progressToken) is int
-            else None
-        )
+        token = progress.progressToken
+        pending = self._progress.get(token) if type(token) is int else None
         if pending is None or pending.on_progress is None:
             return
         if pending.progress_reset is not None:

@@ -19,30 +19,47 @@ ProgressCallback: TypeAlias = Callable[[float, float | None, str | None], None]
 
 
 class Pending:
-    """One request of the host's, from its write until its answer or its end."""
+    """One request of the host's, from the caller's call until its answer or its end.
+
+    It outlives transports: when one is lost the request may be rebound onto the next
+    with a new id (``id`` and ``epoch`` then change), while the caller keeps waiting on
+    the same ``done``.
+    """
 
     __slots__ = (
         "deadline",
         "done",
+        "epoch",
         "error",
+        "id",
         "method",
         "on_progress",
+        "params",
         "progress_reset",
+        "rebind",
         "result",
+        "seq",
         "settled",
         "timed_out",
         "written",
     )
 
-    def __init__(self, method: str, deadline: float) -> None:
+    def __init__(
+        self, seq: int, method: str, params: Any, deadline: float, rebind: bool | None
+    ) -> None:
+        self.seq = seq  # the first id: the order of the calls, and the progress token
         self.method = method
+        self.params = params
         self.deadline = deadline
+        self.rebind = rebind
+        self.id: int | None = None  # the id on the wire now; None while queued
+        self.epoch: Any = None  # the transport epoch it was last sent on
+        self.written = False  # whole on the wire of ``epoch``
         self.done = trio.Event()
         self.result: Raw | None = None
         self.error: McplHostError | None = None
         self.settled = False
         self.timed_out = False
-        self.written = False
         self.on_progress: ProgressCallback | None = None
         self.progress_reset: tuple[float, float] | None = None  # (timeout, hard deadline)
 

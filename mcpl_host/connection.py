@@ -4,7 +4,9 @@ It owns a transport (a byte stream), runs one reader task that feeds every line 
 protocol core and does what the core decides, correlates the host's requests with their
 answers, and serves the server's requests through transport-bound responders. Each
 transport is an *epoch*; everything bound to an epoch (its profile, its responders, its
-in-flight server requests) dies with it.
+in-flight server requests) dies with it. With a :class:`~mcpl_host.Reconnect` policy a
+lost transport is replaced by a new one, and the host's pending requests are rebound
+onto it by the rule in :mod:`mcpl_host._rebind`.
 
 Every inbound message ends with one typed outcome, logged as one structured event.
 """
@@ -12,8 +14,9 @@ Every inbound message ends with one typed outcome, logged as one structured even
 from __future__ import annotations
 
 import contextlib
+import enum
 import itertools
-from collections import deque
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Any, Final, TypeAlias, TypeVar, overload
@@ -26,8 +29,18 @@ from msgspec import UNSET, Raw
 from ._epoch import Epoch
 from ._inbound import Inbound
 from ._pending import Pending, ProgressCallback, result_decoder, with_progress_token
+from ._rebind import ToolHints, safe_to_repeat
 from ._timeouts import TimeoutWatch
-from .events import Connected, Disconnected, Event, EventCallback, StderrLine
+from .events import (
+    Closed,
+    Connected,
+    Disconnected,
+    Event,
+    EventCallback,
+    Reconnected,
+    Reconnecting,
+    StderrLine,
+)
 from .protocol.errors import (
     ConnectionClosed,
     McplHostError,
@@ -36,10 +49,11 @@ from .protocol.errors import (
     TransportError,
 )
 from .protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
-from .protocol.handshake import Failed, Handshake, InitializeResult
+from .protocol.handshake import Established, Failed, Handshake, InitializeResult
 from .protocol.messages import OutNotification, OutRequest, encode
 from .protocol.profiles import Profile, validate_allowlist
 from .protocol.redact import Redactor
+from .reconnect import Reconnect
 from .responder import Handler, ServerRequest
 from .transports import Transport, open_transport
 from .transports.targets import Target, describe, parse_target, redactor_for
@@ -58,9 +72,17 @@ DEFAULT_REQUEST_TIMEOUT: Final = 60.0
 DEFAULT_MAX_SERVER_REQUESTS: Final = 64
 # notifications/cancelled is a courtesy: it must never hold up the caller for long.
 _CANCEL_NOTICE_BOUND: Final = 1.0
-# Ids of requests given up on (timeout, cancel), so that their late answers are logged
-# quietly rather than as strays. Bounded: a long-lived connection must not grow it.
+# Ids the host gave up on (timeout, cancel, rebound onto a new transport), so that a late
+# answer is logged for what it is rather than as a stray. Bounded: a long-lived
+# connection must not grow it.
 _ABANDONED_MEMORY: Final = 1024
+
+
+class _State(enum.Enum):
+    NEW = "new"
+    CONNECTED = "connected"
+    RECONNECTING = "reconnecting"
+    CLOSED = "closed"
 
 
 class Connection:
@@ -99,8 +121,13 @@ class Connection:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
         secrets: tuple[str, ...] = (),
+        reconnect: Reconnect | None = None,
     ) -> None:
-        """Raises :class:`~mcpl_host.ConfigurationError` for a bad target or allowlist."""
+        """Raises :class:`~mcpl_host.ConfigurationError` for a bad target or allowlist.
+
+        ``reconnect``: without a policy (the default) the connection ends with its
+        transport; with one, a lost transport is replaced and pending requests rebound.
+        """
         self.target: Target | TransportFactory = (
             parse_target(target) if isinstance(target, str) else target
         )
@@ -130,13 +157,20 @@ class Connection:
         self._handlers.update(handlers or {})
         self._ids = itertools.count(1)  # never reused on this connection
         self._epoch_numbers = itertools.count(1)
-        self._pending: dict[int, Pending] = {}
+        self._reconnect = reconnect
+        self._state = _State.NEW
+        self._pending: dict[int, Pending] = {}  # by the id on the wire now
+        self._unsent: list[Pending] = []  # waiting for a transport
+        self._progress: dict[int, Pending] = {}  # by progress token
+        self._tool_hints = ToolHints()
         self._timeouts = TimeoutWatch()
-        self._abandoned: deque[int] = deque(maxlen=_ABANDONED_MEMORY)
+        self._abandoned: OrderedDict[int, str] = OrderedDict()
+        self._reconnect_scope: trio.CancelScope | None = None
         self._inbound = Inbound(
             server=self.name,
             pending=self._pending,
             abandoned=self._abandoned,
+            progress=self._progress,
             timeouts=self._timeouts,
             handlers=self._handlers,
             redactor=self.redactor,
@@ -151,6 +185,7 @@ class Connection:
         self._closing = False
         self._closed = trio.Event()
         self._own_nursery: Any = None
+        self._closed_reason = "closed"
         self.initialize_result: InitializeResult | None = None
         self.timings_ms: dict[str, float] = {}
         self._log = _log.bind(server=self.name)
@@ -213,44 +248,56 @@ class Connection:
     async def run(
         self, *, task_status: trio.TaskStatus[Connection] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Connect, then serve until closed. Use with ``nursery.start``.
+        """Connect, then serve (and reconnect, with a policy) until closed. Use with
+        ``nursery.start``.
 
         Raises (before ``started``) :class:`~mcpl_host.SpawnError`,
         :class:`~mcpl_host.TransportError`, :class:`~mcpl_host.InitializeError`,
         :class:`~mcpl_host.VersionError`, :class:`~mcpl_host.RequestTimeout` (handshake
-        timeout) or :class:`~mcpl_host.ProtocolError`.
+        timeout) or :class:`~mcpl_host.ProtocolError`. The first connect is not retried:
+        a reconnect policy applies once a connection has been established.
         """
         failure: McplHostError | None = None
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            nursery.start_soon(self._timeouts.run)
             try:
-                await self._connect(nursery)
+                started = trio.current_time()
+                await self._open_epoch(started)
             except McplHostError as exc:
                 failure = exc
-                nursery.cancel_scope.cancel()
+                self._state = _State.CLOSED
+                self._closed.set()
             else:
+                self._state = _State.CONNECTED
                 task_status.started(self)
-                await self._closed.wait()
-                nursery.cancel_scope.cancel()
+                await self._supervise()
+            nursery.cancel_scope.cancel()
         if failure is not None:
             raise failure
 
     async def aclose(self) -> None:
-        """Close the connection: pending requests fail, the transport is shut down (a stdio
-        server stopped and reaped). Idempotent; safe to call from any task."""
+        """Close the connection: pending requests fail with ConnectionClosed, a reconnect in
+        progress stops, the transport is shut down (a stdio server stopped and reaped).
+        Idempotent; safe to call from any task."""
         if self._closing:
             await self._closed.wait()
             return
         self._closing = True
         with trio.CancelScope(shield=True):
+            if self._reconnect_scope is not None:
+                self._reconnect_scope.cancel()
             if self._epoch is not None:
                 await self._end_epoch(self._epoch, "closed")
-        self._closed.set()
+            self._finish("closed")
 
     # -- connecting --------------------------------------------------------------------
 
-    async def _connect(self, nursery: trio.Nursery) -> None:
-        started = trio.current_time()
+    async def _open_epoch(self, started: float) -> Epoch:
+        """Open a transport and run the handshake on it; on any failure (cancellation
+        included) the transport is shut down before the error propagates."""
+        nursery = self._nursery
+        assert nursery is not None
         if callable(self.target):
             transport = await self.target()
         else:
@@ -275,11 +322,13 @@ class Connection:
         )
         epoch.handshake = handshake
         nursery.start_soon(self._inbound.read, epoch)
-        nursery.start_soon(self._timeouts.run)
         try:
             with trio.fail_after(self.initialize_timeout):
                 await epoch.write(handshake.request())
                 await epoch.handshake_done.wait()
+            step = epoch.handshake_step
+            if isinstance(step, Established):
+                await epoch.write(step.initialized)
         except trio.TooSlowError:
             await self._end_epoch(epoch, "initialize-timeout")
             raise RequestTimeout(
@@ -289,25 +338,112 @@ class Connection:
                 server=self.name,
             ) from None
         except McplHostError:
-            await self._end_epoch(epoch, "write-failed")
+            await self._end_epoch(epoch, epoch.end_reason or "write-failed")
             raise
-        step = epoch.handshake_step
-        assert step is not None
-        if isinstance(step, Failed):
-            await self._end_epoch(epoch, "initialize-failed")
+        except BaseException:  # cancelled (close() during a reconnect, say)
+            await self._end_epoch(epoch, "closed")
+            raise
+        if not isinstance(step, Established):
+            assert isinstance(step, Failed)
+            await self._end_epoch(epoch, epoch.end_reason or "initialize-failed")
             step.error.server = self.name
             raise step.error
         epoch.profile = step.profile
         self.initialize_result = step.result
-        await epoch.write(step.initialized)
         now = trio.current_time()
-        self.timings_ms = {
-            "connect": round((opened - started) * 1000, 3),
-            "initialize": round((now - opened) * 1000, 3),
-            "total": round((now - started) * 1000, 3),
-        }
+        if not self.timings_ms:
+            self.timings_ms = {
+                "connect": round((opened - started) * 1000, 3),
+                "initialize": round((now - opened) * 1000, 3),
+                "total": round((now - started) * 1000, 3),
+            }
         epoch.log.info("connected", protocol_version=step.profile.revision)
-        self._emit(Connected(epoch.epoch_number, step.profile.revision, step.result.server_info))
+        if epoch.epoch_number == 1:
+            self._emit(
+                Connected(epoch.epoch_number, step.profile.revision, step.result.server_info)
+            )
+        return epoch
+
+    # -- supervising -------------------------------------------------------------------
+
+    async def _supervise(self) -> None:
+        """Wait for each transport to end; replace it (with a policy) or finish."""
+        while True:
+            epoch = self._epoch
+            assert epoch is not None
+            await epoch.ended.wait()
+            if self._closing:
+                return
+            if self._reconnect is None:
+                self._finish(epoch.end_reason or "closed")
+                return
+            self._state = _State.RECONNECTING
+            try:
+                with trio.CancelScope() as self._reconnect_scope:
+                    new = await self._reconnect_once(self._reconnect)
+            except McplHostError as exc:
+                self._log.warning("reconnect failed", error=self.redactor.log_value(str(exc)))
+                self._finish("reconnect-failed", cause=exc)
+                return
+            finally:
+                self._reconnect_scope = None
+            if self._closing:
+                return
+            self._state = _State.CONNECTED
+            assert new is not None
+            profile = new.profile
+            assert profile is not None
+            assert self.initialize_result is not None
+            self._emit(
+                Reconnected(new.epoch_number, profile.revision, self.initialize_result.server_info)
+            )
+            await self._resend(new)
+
+    async def _reconnect_once(self, policy: Reconnect) -> Epoch | None:
+        """Connect+handshake under the policy's backoff; None when cancelled by close().
+
+        Raises the last error when the error is permanent or the attempts run out.
+        """
+        self._emit(Reconnecting(1, 0.0))
+        retrying = policy.retrying(lambda attempt, delay: self._emit(Reconnecting(attempt, delay)))
+        async for attempt in retrying:
+            with attempt:
+                return await self._open_epoch(trio.current_time())
+        return None  # pragma: no cover - tenacity either returns or raises
+
+    async def _resend(self, epoch: Epoch) -> None:
+        """Send the requests that wait for a transport, oldest call first, with new ids."""
+        waiting = sorted(self._unsent, key=lambda p: p.seq)
+        self._unsent.clear()
+        for pending in waiting:
+            if pending.settled:
+                continue
+            if not epoch.open:
+                self._unsent.append(pending)
+                continue
+            await self._send(pending, epoch)
+
+    def _finish(self, reason: str, cause: McplHostError | None = None) -> None:
+        """The connection is over for good: every request still waiting fails."""
+        if self._state is _State.CLOSED and self._closed.is_set():
+            return
+        self._closing = True
+        self._state = _State.CLOSED
+        self._closed_reason = reason
+        text = f"connection closed ({reason})"
+        if cause is not None:
+            text += f": {self.redactor.log_value(str(cause))}"
+        for pending in [*self._pending.values(), *self._unsent]:
+            error = ConnectionClosed(
+                text, reason=reason, outcome_unknown=pending.written, server=self.name
+            )
+            error.__cause__ = cause
+            pending.settle(error=error)
+        self._pending.clear()
+        self._unsent.clear()
+        self._log.info("closed", reason=reason)
+        self._emit(Closed(reason))
+        self._closed.set()
 
     # -- the host's requests -----------------------------------------------------------
 
@@ -322,6 +458,7 @@ class Connection:
         on_progress: Any = ...,
         progress_resets_timeout: bool = ...,
         max_timeout: float | None = ...,
+        rebind: bool | None = ...,
     ) -> T: ...
 
     @overload
@@ -334,6 +471,7 @@ class Connection:
         on_progress: Any = ...,
         progress_resets_timeout: bool = ...,
         max_timeout: float | None = ...,
+        rebind: bool | None = ...,
     ) -> Any: ...
 
     async def request(
@@ -346,6 +484,7 @@ class Connection:
         on_progress: Any = None,
         progress_resets_timeout: bool = False,
         max_timeout: float | None = None,
+        rebind: bool | None = None,
     ) -> Any:
         """Send a request and wait for its answer; return the result decoded as
         ``result_type`` (plain JSON values by default, ``msgspec.Raw`` to keep it raw).
@@ -358,6 +497,11 @@ class Connection:
         On timeout or cancellation of the caller, ``notifications/cancelled`` is sent for
         the request (bounded, shielded) before the error or the cancellation propagates.
 
+        While the connection is reconnecting the request waits (within its timeout) for
+        the new transport. If its transport is lost after it was written, it is sent
+        again on the next one only when safe to repeat (see docs/reconnect.md);
+        ``rebind=True`` always allows that, ``rebind=False`` never.
+
         Raises :class:`~mcpl_host.RequestError` (the server's error answer, with code,
         message and data), :class:`~mcpl_host.RequestTimeout`,
         :class:`~mcpl_host.ConnectionClosed` (``outcome_unknown`` when the request was
@@ -365,34 +509,32 @@ class Connection:
         neither result nor error, or a result that does not decode as ``result_type``),
         ``TypeError`` for params JSON cannot carry.
         """
-        epoch = self._current_epoch()
+        self._check_open()
         timeout = self.request_timeout if timeout is None else timeout
-        request_id = next(self._ids)
-        pending = Pending(method, trio.current_time() + timeout)
+        seq = next(self._ids)
         if on_progress is not None:
-            params = with_progress_token(params, request_id)
+            params = with_progress_token(params, seq)  # the first id, kept across rebinding
+        pending = Pending(seq, method, params, trio.current_time() + timeout, rebind)
+        try:
+            line = encode(OutRequest(id=seq, method=method, params=params))
+        except msgspec.EncodeError as exc:
+            raise TypeError(f"params for {method!r} cannot be encoded as JSON: {exc}") from None
+        if on_progress is not None:
             pending.on_progress = on_progress
+            self._progress[seq] = pending
             if progress_resets_timeout:
                 hard = max_timeout if max_timeout is not None else timeout * 10
                 pending.progress_reset = (timeout, trio.current_time() + hard)
-        try:
-            line = encode(OutRequest(id=request_id, method=method, params=params))
-        except msgspec.EncodeError as exc:
-            raise TypeError(f"params for {method!r} cannot be encoded as JSON: {exc}") from None
-        self._pending[request_id] = pending
         self._timeouts.watch(pending)
         try:
-            await epoch.write(line)
-            pending.written = True
+            epoch = self._epoch
+            if self._state is _State.CONNECTED and epoch is not None and epoch.open:
+                await self._send(pending, epoch, seq, line)
+            else:
+                self._unsent.append(pending)  # sent once the new transport is up
             await pending.done.wait()
         finally:
-            self._pending.pop(request_id, None)
-            if not pending.settled:
-                pending.settled = True  # its timeout entry goes stale
-                self._abandoned.append(request_id)
-                if pending.written and epoch.open:
-                    reason = "timeout" if pending.timed_out else "cancelled by the caller"
-                    await self._send_cancelled(epoch, request_id, reason)
+            self._forget(pending)
         if pending.timed_out:
             raise RequestTimeout(
                 f"no answer to {method!r} within {timeout:g} s",
@@ -404,6 +546,9 @@ class Connection:
             raise pending.error
         if pending.result is None:  # pragma: no cover - settle() always sets one
             raise ProtocolError(f"empty answer to {method!r}", server=self.name)
+        if method == "tools/list":
+            first_page = not (isinstance(params, dict) and params.get("cursor") is not None)
+            self._tool_hints.learn(pending.result, first_page=first_page)
         if result_type is Raw:
             return pending.result
         try:
@@ -417,10 +562,64 @@ class Connection:
     async def notify(self, method: str, params: Any = UNSET) -> None:
         """Send a notification.
 
-        Raises :class:`~mcpl_host.ConnectionClosed` when the connection is not up or the
-        write fails.
+        Raises :class:`~mcpl_host.ConnectionClosed` when the connection is not up (closed,
+        or between transports) or the write fails.
         """
-        await self._current_epoch().write(encode(OutNotification(method=method, params=params)))
+        self._check_open()
+        epoch = self._epoch
+        if self._state is not _State.CONNECTED or epoch is None or not epoch.open:
+            raise ConnectionClosed(
+                "no transport right now (reconnecting)", reason="reconnecting", server=self.name
+            )
+        await epoch.write(encode(OutNotification(method=method, params=params)))
+
+    async def _send(
+        self, pending: Pending, epoch: Epoch, request_id: int | None = None, line: bytes = b""
+    ) -> None:
+        """Write a pending request on ``epoch`` under ``request_id`` (a new id by default).
+
+        If the epoch ends before the line is whole on the wire, the request counts as never
+        written: the epoch's end has already queued it again or failed it.
+        """
+        if request_id is None:
+            request_id = next(self._ids)
+            line = encode(OutRequest(id=request_id, method=pending.method, params=pending.params))
+        pending.id = request_id
+        pending.epoch = epoch
+        pending.written = False
+        self._pending[request_id] = pending
+        try:
+            await epoch.write(line)
+        except ConnectionClosed:
+            return
+        if pending.epoch is epoch and epoch.open:
+            pending.written = True
+
+    def _forget(self, pending: Pending) -> None:
+        """The caller is done waiting: drop every reference; if it gave up, say so."""
+        if pending.id is not None:
+            self._pending.pop(pending.id, None)
+        self._progress.pop(pending.seq, None)
+        if pending in self._unsent:
+            self._unsent.remove(pending)
+        if not pending.settled:
+            pending.settled = True  # its timeout entry goes stale
+            reason = "timeout" if pending.timed_out else "cancelled by the caller"
+            if pending.id is not None:
+                self._remember_abandoned(pending.id, f"a late answer after {reason}")
+            epoch = pending.epoch
+            if pending.written and epoch is not None and epoch.open and pending.id is not None:
+                self._spawn_cancel_notice(epoch, pending.id, reason)
+
+    def _spawn_cancel_notice(self, epoch: Epoch, request_id: int, reason: str) -> None:
+        # Run in the connection's nursery: the caller may be cancelled already, and the
+        # notice must not make it wait.
+        self._spawn(self._send_cancelled, epoch, request_id, reason)
+
+    def _remember_abandoned(self, request_id: int, reason: str) -> None:
+        self._abandoned[request_id] = reason
+        while len(self._abandoned) > _ABANDONED_MEMORY:
+            self._abandoned.popitem(last=False)
 
     async def _send_cancelled(self, epoch: Epoch, request_id: int, reason: str) -> None:
         line = encode(
@@ -436,11 +635,13 @@ class Connection:
                 await epoch.write(line)
         epoch.log.debug("cancel sent", request_id=request_id, reason=reason)
 
-    def _current_epoch(self) -> Epoch:
-        epoch = self._epoch
-        if epoch is None or not epoch.open or epoch.profile is None or self._closing:
-            raise ConnectionClosed("the connection is not open", reason="closed", server=self.name)
-        return epoch
+    def _check_open(self) -> None:
+        if self._state is _State.NEW or self._state is _State.CLOSED or self._closing:
+            raise ConnectionClosed(
+                f"the connection is not open ({self._closed_reason})",
+                reason=self._closed_reason,
+                server=self.name,
+            )
 
     # -- ending an epoch ---------------------------------------------------------------
 
@@ -464,8 +665,26 @@ class Connection:
                 )
             )
             epoch.handshake_done.set()
-        for pending in list(self._pending.values()):
-            pending.settle(error=epoch.closed_error(outcome_unknown=pending.written))
+        self._rebind(epoch)
+
+    def _rebind(self, epoch: Epoch) -> None:
+        """Decide, for each request pending on the lost epoch, re-send or fail (the rule
+        and its table: mcpl_host._rebind)."""
+        reconnecting = self._reconnect is not None and not self._closing
+        for request_id, pending in list(self._pending.items()):
+            if pending.epoch is not epoch:
+                continue
+            del self._pending[request_id]
+            repeat = not pending.written or safe_to_repeat(
+                pending.method, pending.params, self._tool_hints, pending.rebind
+            )
+            if reconnecting and repeat:
+                self._remember_abandoned(request_id, "an id from an earlier transport")
+                pending.id = None
+                pending.written = False
+                self._unsent.append(pending)
+            else:
+                pending.settle(error=epoch.closed_error(outcome_unknown=pending.written))
 
     async def _end_epoch(self, epoch: Epoch, reason: str) -> None:
         if epoch.open:
@@ -478,10 +697,6 @@ class Connection:
             epoch.ended.set()
             epoch.log.info("disconnected", reason=epoch.end_reason)
             self._emit(Disconnected(epoch.epoch_number, epoch.end_reason or reason))
-        if not self._closing and epoch is self._epoch:
-            # No reconnect (yet): the connection ends with its transport.
-            self._closing = True
-            self._closed.set()
 
     # -- small helpers -----------------------------------------------------------------
 

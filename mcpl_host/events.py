@@ -15,10 +15,13 @@ from typing import Any, TypeAlias
 import msgspec
 
 __all__ = [
+    "Closed",
     "Connected",
     "Disconnected",
     "Event",
     "EventCallback",
+    "Reconnected",
+    "Reconnecting",
     "ServerNotification",
     "StderrLine",
 ]
@@ -60,5 +63,32 @@ class ServerNotification:
     params: msgspec.Raw | None
 
 
-Event: TypeAlias = Connected | Disconnected | StderrLine | ServerNotification
+@dataclass(frozen=True, slots=True)
+class Reconnecting:
+    """Attempt ``attempt`` to re-establish the connection starts after ``delay`` seconds."""
+
+    attempt: int
+    delay: float
+
+
+@dataclass(frozen=True, slots=True)
+class Reconnected:
+    """The connection is back, on transport epoch ``epoch``; pending requests are rebound."""
+
+    epoch: int
+    protocol_version: str
+    server_info: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Closed:
+    """The connection is closed for good: ``closed`` (by the host), the transport's loss
+    reason when there is no reconnect policy, or ``reconnect-failed``."""
+
+    reason: str
+
+
+Event: TypeAlias = (
+    Connected | Disconnected | StderrLine | ServerNotification | Reconnecting | Reconnected | Closed
+)
 EventCallback: TypeAlias = Callable[[Event], None]

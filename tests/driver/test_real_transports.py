@@ -24,7 +24,7 @@ from mcpl_host import (
 )
 from mcpl_host.connection import Connection
 from mcpl_host.demo_server import handle
-from mcpl_host.events import Disconnected, Event, StderrLine
+from mcpl_host.events import Closed, Disconnected, Event, StderrLine
 from mcpl_host.protocol.framing import LineDecoder
 
 DEMO = [sys.executable, "-m", "mcpl_host.demo_server"]
@@ -88,8 +88,7 @@ async def test_stdio_demo_server_calls_and_concurrency() -> None:
             assert answers == {n: f"m{n}" for n in range(64)}
             pid = conn._epoch.transport.pid  # type: ignore[union-attr]
     assert _gone(pid)
-    assert isinstance(events[-1], Disconnected)
-    assert events[-1].reason == "closed"
+    assert events[-2:] == [Disconnected(1, "closed"), Closed("closed")]
 
 
 async def test_failed_handshake_leaves_no_process(tmp_path: Path) -> None:
