@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from .connection import Connection, TransportFactory
-from .events import Connected, Disconnected, Event, ServerNotification, StderrLine
+from .events import (
+    Closed,
+    Connected,
+    Disconnected,
+    Event,
+    Reconnected,
+    Reconnecting,
+    ServerNotification,
+    StderrLine,
+)
 from .protocol.envelope import Outcome, RequestId
 from .protocol.errors import (
     ConfigurationError,
@@ -20,6 +29,7 @@ from .protocol.errors import (
 from .protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from .protocol.profiles import KNOWN_REVISIONS, PROFILES, Profile
 from .protocol.redact import Redactor
+from .reconnect import Reconnect
 from .responder import Handler, Responder, ServerRequest
 from .transports.targets import StdioTarget, Target, TcpTarget, UnixTarget, parse_target
 
@@ -27,6 +37,7 @@ __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
     "KNOWN_REVISIONS",
     "PROFILES",
+    "Closed",
     "ConfigurationError",
     "Connected",
     "Connection",
@@ -39,6 +50,9 @@ __all__ = [
     "Outcome",
     "Profile",
     "ProtocolError",
+    "Reconnect",
+    "Reconnected",
+    "Reconnecting",
     "Redactor",
     "RequestError",
     "RequestId",

@@ -7,6 +7,7 @@ from typing import Any
 import msgspec
 import trio
 
+from mcpl_host import TransportError
 from mcpl_host.connection import Connection
 from mcpl_host.protocol.framing import LineDecoder
 from mcpl_host.transports.memory import memory_transport_pair
@@ -77,3 +78,45 @@ def memory_connection(**kwargs: Any) -> tuple[Connection, Peer]:
         return transport
 
     return Connection(opener, **kwargs), Peer(peer_stream)
+
+
+class PeerSupply:
+    """A transport factory that makes a fresh in-memory pair per connect attempt.
+
+    ``refuse`` connect attempts fail first (TransportError), then each attempt's peer end
+    is handed to the test through :meth:`next_peer`.
+    """
+
+    def __init__(self, refuse: int = 0) -> None:
+        self.refuse = refuse
+        self.attempts = 0
+        self.peers: list[Peer] = []
+        self._handshaken = trio.Event()
+        self._send, self._receive = trio.open_memory_channel[Peer](16)
+
+    async def factory(self) -> Any:
+        self.attempts += 1
+        if self.refuse > 0:
+            self.refuse -= 1
+            raise TransportError("refused by the test", reason="connect-failed")
+        transport, peer_stream = memory_transport_pair()
+        self._send.send_nowait(Peer(peer_stream))
+        return transport
+
+    async def next_peer(self) -> Peer:
+        return await self._receive.receive()
+
+    async def handshake_next(self, version: str = "2025-11-25") -> None:
+        """Take the next connection and run the handshake on it (start it as a task
+        before the host connects: the host's connect is what makes the peer)."""
+        peer = await self.next_peer()
+        await peer.handshake(version)
+        self.peers.append(peer)
+        self._handshaken.set()
+
+    async def handshaken(self, index: int) -> Peer:
+        """The ``index``-th peer, once handshake_next has finished with it."""
+        while len(self.peers) <= index:
+            await self._handshaken.wait()
+            self._handshaken = trio.Event()
+        return self.peers[index]
