@@ -215,6 +215,12 @@ class Connection:
         return self.initialize_result.instructions if self.initialize_result else None
 
     @property
+    def transport(self) -> Transport | None:
+        """The current transport (a stdio one has ``pid``), None between transports."""
+        epoch = self._epoch
+        return epoch.transport if epoch is not None and epoch.open else None
+
+    @property
     def client_capabilities(self) -> dict[str, Any]:
         return dict(self._capabilities)
 

@@ -1,8 +1,9 @@
 """A small, fast MCP server over stdio, bundled for demos, tests and benchmarks.
 
 Run it as ``python -m mcpl_host.demo_server``. It speaks newline-delimited JSON-RPC on
-stdin/stdout, implements initialize, ping, tools/list and tools/call with two tools
-(``echo`` and ``add``), and answers anything else as a careful server would. It is
+stdin/stdout, implements initialize, ping, tools/list and tools/call with three tools
+(``echo``, ``add`` and ``sleep``, which answers after the seconds it is given), and
+answers anything else as a careful server would. It is
 synchronous on purpose: one line in, one line out, so a client's speed is what a
 benchmark against it measures.
 """
@@ -10,6 +11,7 @@ benchmark against it measures.
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
 import msgspec
@@ -34,6 +36,16 @@ TOOLS = [
             "type": "object",
             "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
             "required": ["a", "b"],
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "sleep",
+        "description": "Answer after the given number of seconds (at most 60).",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"seconds": {"type": "number"}},
+            "required": ["seconds"],
         },
         "annotations": {"readOnlyHint": True},
     },
@@ -68,7 +80,7 @@ def handle(message: Any) -> dict[str, Any] | None:
                 "protocolVersion": asked if asked in SUPPORTED else SUPPORTED[0],
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "mcpl-host-demo", "version": "1.0.0"},
-                "instructions": "A demo server with two tools: echo and add.",
+                "instructions": "A demo server with three tools: echo, add and sleep.",
             },
         )
     if method == "ping":
@@ -92,6 +104,15 @@ def handle(message: Any) -> dict[str, Any] | None:
                     },
                 )
             return _result(id_, {"content": [{"type": "text", "text": str(total)}]})
+        if name == "sleep":
+            seconds = args.get("seconds")
+            if not isinstance(seconds, (int, float)) or not 0 <= seconds <= 60:
+                return _result(
+                    id_,
+                    {"content": [{"type": "text", "text": "seconds: 0 to 60"}], "isError": True},
+                )
+            time.sleep(seconds)
+            return _result(id_, {"content": [{"type": "text", "text": f"slept {seconds}"}]})
         return _error(id_, -32602, f"Unknown tool: {name}")
     return _error(id_, -32601, f"Method not found: {method}")
 

@@ -1,0 +1,21 @@
+"""Chaos, bounded: kill -9 of a stdio server with 20 requests in flight, several times."""
+
+from __future__ import annotations
+
+import trio
+
+from mcpl_host._chaos import run_chaos
+
+
+async def test_kill_9_cycles_lose_nothing_and_leave_nothing() -> None:
+    with trio.fail_after(60):
+        report = await run_chaos(cycles=6, in_flight=20, request_timeout=5.0)
+    assert report.cycles == 6
+    assert report.requests == 120
+    assert report.hung == 0
+    assert report.lost == 0
+    assert report.answered + report.failed_typed == 120
+    assert report.failed_typed > 0  # the kills did land on requests in flight
+    assert set(report.errors) <= {"ConnectionClosed", "RequestTimeout"}
+    assert report.zombies == 0
+    assert report.fd_growth <= 0
