@@ -43,7 +43,7 @@ from .protocol.errors import (
 )
 from .protocol.framing import LineDecoder, OversizedLine
 from .protocol.handshake import Send, Skip, describe_error_member
-from .protocol.messages import encode, error_answer
+from .protocol.messages import encode
 from .protocol.redact import Redactor
 from .responder import Handler, Responder, ServerRequest
 
@@ -176,35 +176,29 @@ class Inbound:
     def _on_message(
         self, epoch: Epoch, message: Classified, batch: BatchAnswers | None, index: int
     ) -> None:
-        kind = type(message)
-        if kind is Response:
-            assert isinstance(message, Response)
-            self._on_response(epoch, message)
-        elif kind is Request:
-            assert isinstance(message, Request)
-            self._on_request(epoch, message, batch, index)
-        elif kind is Notification:
-            assert isinstance(message, Notification)
-            self._on_notification(epoch, message)
-        elif kind is InvalidRequest:
-            assert isinstance(message, InvalidRequest)
-            epoch.log.info(
-                "message",
-                direction="in",
-                id=message.answer_id,
-                method=message.method,
-                outcome=Outcome.ANSWERED_INVALID,
-                reason=message.message,
-            )
-            if batch is None:  # a batch's invalid entries are already in its answer
-                answer = error_answer(message.answer_id, INVALID_REQUEST, message.message)
-                responder = Responder(epoch, message.answer_id, message.method or "")
-                self._spawn(responder._sink.deliver, answer, responder)
-        else:
-            assert isinstance(message, Ignored)
-            epoch.log.info(
-                "message", direction="in", outcome=Outcome.IGNORED, reason=message.reason
-            )
+        match message:
+            case Response():
+                self._on_response(epoch, message)
+            case Request():
+                self._on_request(epoch, message, batch, index)
+            case Notification():
+                self._on_notification(epoch, message)
+            case InvalidRequest():
+                epoch.log.info(
+                    "message",
+                    direction="in",
+                    id=message.answer_id,
+                    method=message.method,
+                    outcome=Outcome.ANSWERED_INVALID,
+                    reason=message.message,
+                )
+                if batch is None:  # a batch's invalid entries are already in its answer
+                    responder = Responder(epoch, message.answer_id, message.method or "")
+                    self._spawn(responder.error, INVALID_REQUEST, message.message)
+            case Ignored():
+                epoch.log.info(
+                    "message", direction="in", outcome=Outcome.IGNORED, reason=message.reason
+                )
 
     def _on_response(self, epoch: Epoch, response: Response) -> None:
         pending = self._pending.get(response.id) if type(response.id) is int else None

@@ -142,32 +142,29 @@ class Handshake:
         """Decide what one inbound item means while waiting for initialize's answer."""
         if self.state is not HandshakeState.WAITING:
             return Skip(f"the handshake is already {self.state.value}", Outcome.IGNORED)
-        kind = type(item)
-        if kind is Response:
-            assert isinstance(item, Response)
-            return self._response(item)
-        if kind is Request:
-            assert isinstance(item, Request)
-            if item.method == "ping":
+        match item:
+            case Response():
+                return self._response(item)
+            case Request(method="ping"):
                 return Send(encode(ResultAnswer(id=item.id, result=_EMPTY_RESULT)))
-            return Skip(
-                f"request {item.method!r} before initialize completed (only ping is answered)",
-                Outcome.IGNORED,
-            )
-        if kind is Notification:
-            assert isinstance(item, Notification)
-            return Skip(
-                f"notification {item.method!r} before initialize completed", Outcome.IGNORED
-            )
-        if kind is InvalidRequest:
-            assert isinstance(item, InvalidRequest)
-            return Skip(
-                f"invalid request before initialize completed: {item.message}", Outcome.IGNORED
-            )
-        if kind is Batch:
-            return Skip("a batch before a protocol revision was negotiated", Outcome.IGNORED)
-        assert isinstance(item, Ignored)
-        return Skip(item.reason, Outcome.IGNORED)
+            case Request():
+                return Skip(
+                    f"request {item.method!r} before initialize completed (only ping is answered)",
+                    Outcome.IGNORED,
+                )
+            case Notification():
+                return Skip(
+                    f"notification {item.method!r} before initialize completed", Outcome.IGNORED
+                )
+            case InvalidRequest():
+                return Skip(
+                    f"invalid request before initialize completed: {item.message}",
+                    Outcome.IGNORED,
+                )
+            case Batch():
+                return Skip("a batch before a protocol revision was negotiated", Outcome.IGNORED)
+            case Ignored():
+                return Skip(item.reason, Outcome.IGNORED)
 
     def _response(self, response: Response) -> Step:
         if response.id == self.request_id and type(response.id) is int:
