@@ -343,8 +343,16 @@ class Connection:
                 timeout=self.initialize_timeout,
                 server=self.name,
             ) from None
+        except ConnectionClosed as exc:
+            reason = epoch.end_reason or "write-failed"
+            await self._end_epoch(epoch, reason)
+            raise TransportError(
+                f"the transport closed during initialize ({reason})",
+                reason=reason,
+                server=self.name,
+            ) from exc
         except McplHostError:
-            await self._end_epoch(epoch, epoch.end_reason or "write-failed")
+            await self._end_epoch(epoch, epoch.end_reason or "initialize-failed")
             raise
         except BaseException:  # cancelled (close() during a reconnect, say)
             await self._end_epoch(epoch, "closed")
@@ -702,7 +710,8 @@ class Connection:
         if not epoch.ended.is_set():
             epoch.ended.set()
             epoch.log.info("disconnected", reason=epoch.end_reason)
-            self._emit(Disconnected(epoch.epoch_number, epoch.end_reason or reason))
+            if epoch.profile is not None:  # only a transport that was ever connected
+                self._emit(Disconnected(epoch.epoch_number, epoch.end_reason or reason))
 
     # -- small helpers -----------------------------------------------------------------
 

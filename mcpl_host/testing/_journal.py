@@ -20,6 +20,7 @@ from .errors import ScriptFailed
 from .record import Record
 
 __all__ = [
+    "At",
     "Connected",
     "Done",
     "Ended",
@@ -43,6 +44,12 @@ class Started(_Entry, tag="started", frozen=True):
 
     pid: int
     resume: int
+
+
+class At(_Entry, tag="at", frozen=True):
+    """The subprocess is running step ``step`` (0-based)."""
+
+    step: int
 
 
 class Connected(_Entry, tag="connected", frozen=True):
@@ -92,7 +99,7 @@ class Failed(_Entry, tag="failed", frozen=True):
         )
 
 
-Entry: TypeAlias = Started | Connected | Line | Refused | Ended | Done | Failed
+Entry: TypeAlias = Started | At | Connected | Line | Refused | Ended | Done | Failed
 _ENCODER: Final = msgspec.json.Encoder()
 _DECODER: Final = msgspec.json.Decoder(Entry)
 

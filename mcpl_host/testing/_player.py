@@ -74,6 +74,7 @@ __all__ = [
     "Done",
     "Hangup",
     "Outcome",
+    "Play",
     "Player",
     "Receive",
     "Refuse",
@@ -141,7 +142,7 @@ class _Link(enum.Enum):
     HOST_CLOSED = "host-closed"  # the host hung up where the script did not expect it
 
 
-_ANY: Final = object()  # expect_answer after a batch or raw bytes: any response will do
+_MISSING: Final = object()
 _MAX_SAFE: Final = 2**53 - 1
 _SHOWN: Final = 8
 _SORTED: Final = msgspec.json.Encoder(order="sorted")
@@ -150,6 +151,22 @@ _SORTED: Final = msgspec.json.Encoder(order="sorted")
 def same_json(a: Any, b: Any) -> bool:
     """Equal as JSON: ``1`` is not ``1.0`` nor ``true``; member order does not matter."""
     return _SORTED.encode(a) == _SORTED.encode(b)
+
+
+@dataclass(frozen=True, slots=True)
+class _AnswerTo:
+    """What the host's answer to the script's last write looks like."""
+
+    request_id: Any = None
+    any_response: bool = False  # after a batch or raw bytes, whatever answers them
+
+    def matches(self, line: HostLine) -> bool:
+        if self.any_response:
+            return line.kind in ("response", "batch")
+        return line.kind == "response" and line.has_id and same_json(line.id, self.request_id)
+
+
+_ANY_RESPONSE: Final = _AnswerTo(any_response=True)
 
 
 class Player:
@@ -174,7 +191,7 @@ class Player:
         self._link = _Link.NONE
         self._host_closed_at = 0
         self._expected: HostLine | None = None
-        self._answer_id: Any = None  # what expect_answer waits for; None: nothing sent
+        self._answer_to: _AnswerTo | None = None  # None: nothing sent on this connection
         # What the host sent on this connection that no step has taken yet, in order.
         # Steps look here first: the host's next message may arrive while the script is
         # busy with something else (sending, waiting for an answer).
@@ -232,7 +249,7 @@ class Player:
         """The bytes a sending step writes; notes what its answer will look like."""
         match step:
             case SendRequest():
-                self._answer_id = _answer_id(step.id, step.id_raw)
+                self._answer_to = _answer_to(step.id, step.id_raw)
                 return request_line(step.method, step.params, step.id, step.id_raw)
             case Notify():
                 return notification_line(step.method, step.params)
@@ -244,7 +261,7 @@ class Player:
                 line = batch_line(step.messages)
             case SendGarbage():
                 line = garbage_line(step.text)
-        self._answer_id = _ANY
+        self._answer_to = _ANY_RESPONSE
         return line
 
     def _reply(self, step: Reply | ReplyError) -> Play:
@@ -273,28 +290,18 @@ class Player:
         yield from self._connected(timeout)
         line = yield from self._wait_for(lambda line: line.method == method, timeout)
         if params is not None:
-            got = line.message.get("params", _ANY)
-            if got is _ANY or not same_json(got, params):
-                shown = "no params" if got is _ANY else f"params {_json(got)}"
+            got = line.message.get("params", _MISSING)
+            if got is _MISSING or not same_json(got, params):
+                shown = "no params" if got is _MISSING else f"params {_json(got)}"
                 raise self._failure(f"the host's {method!r} came with {shown}, not {_json(params)}")
         return line
 
     def _expect_answer(self, timeout: float | None) -> Play:
         yield from self._connected(timeout)
-        wanted = self._answer_id
+        wanted = self._answer_to
         if wanted is None:
             raise self._failure("the script has sent no request on this connection to answer")
-        if wanted is _ANY:
-
-            def match(line: HostLine) -> bool:
-                return line.kind in ("response", "batch")
-
-        else:
-
-            def match(line: HostLine) -> bool:
-                return line.kind == "response" and line.has_id and same_json(line.id, wanted[0])
-
-        yield from self._wait_for(match, timeout)
+        yield from self._wait_for(wanted.matches, timeout)
 
     def _expect_close(self, timeout: float | None) -> Play:
         if self._link is not _Link.HOST_CLOSED:
@@ -330,7 +337,12 @@ class Player:
 
     def _listen(self, *, answer_everything: bool) -> Play:
         """Until the host closes: answer ping (and with ``answer_everything``,
-        tools/list and -32601 for the rest)."""
+        tools/list and -32601 for the rest, the requests already waiting first)."""
+        if answer_everything:
+            waiting = [line for line in self._backlog if line.kind == "request"]
+            self._backlog = [line for line in self._backlog if line.kind != "request"]
+            for line in waiting:
+                yield from self._serve(line)
         while True:
             outcome = yield Receive(math.inf)
             if outcome is EOF:
@@ -339,13 +351,20 @@ class Player:
             if outcome is TIMEOUT:  # pragma: no cover - no deadline
                 continue
             line = HostLine.parse(_line(outcome))
-            if line.kind != "request" or line.method == "ping" or not answer_everything:
-                yield from self._absorb(line)
-            elif line.method == "tools/list":
-                yield from self._send(result_line(line.id, {"tools": []}))
+            if answer_everything and line.kind == "request":
+                yield from self._serve(line)
             else:
-                reply = error_line(line.id, -32601, f"Method not found: {line.method}")
-                yield from self._send(reply)
+                yield from self._absorb(line)
+
+    def _serve(self, request: HostLine) -> Play:
+        """``serve_forever``'s answer to one request."""
+        if request.method == "ping":
+            yield from self._send(result_line(request.id, {}))
+        elif request.method == "tools/list":
+            yield from self._send(result_line(request.id, {"tools": []}))
+        else:
+            message = f"Method not found: {request.method}"
+            yield from self._send(error_line(request.id, -32601, message))
 
     # -- waiting for the host ------------------------------------------------------------
 
@@ -365,7 +384,7 @@ class Player:
         self.connection += 1
         self._link = _Link.OPEN
         self._expected = None
-        self._answer_id = None
+        self._answer_to = None
         self._backlog = []
 
     def _wait_for(
@@ -432,7 +451,7 @@ class Player:
         return ScriptFailed(detail, step_number=self.index + 1, step=step, connection=connection)
 
 
-def _answer_id(request_id: int | str | None, id_raw: str | None) -> tuple[Any]:
+def _answer_to(request_id: int | str | None, id_raw: str | None) -> _AnswerTo:
     """The id the host's answer carries: the request's own when that is a string or a
     safe integer, otherwise null (the host cannot echo an id it refuses)."""
     value: Any = request_id
@@ -442,7 +461,7 @@ def _answer_id(request_id: int | str | None, id_raw: str | None) -> tuple[Any]:
         except msgspec.DecodeError:
             value = None
     valid = type(value) is str or (type(value) is int and abs(value) <= _MAX_SAFE)
-    return (value if valid else None,)
+    return _AnswerTo(request_id=value if valid else None)
 
 
 def _line(outcome: Outcome) -> bytes:

@@ -15,6 +15,7 @@ import msgspec
 
 from ._wire import MIN_OVERSIZED
 from .steps import (
+    DEFAULT_TIMEOUT,
     Crash,
     Drop,
     Expect,
@@ -38,7 +39,6 @@ from .steps import (
 
 __all__ = ["AUTO", "DEFAULT_TIMEOUT", "Script"]
 
-DEFAULT_TIMEOUT: Final = 10.0
 _DECODER: Final = msgspec.json.Decoder(ScriptData)
 
 
@@ -212,8 +212,9 @@ class Script:
 
     def send_garbage(self, text: str = "this line is not JSON {") -> Script:
         """Write one line that is not JSON."""
-        if "\n" in text:
-            raise ValueError("garbage is one line: no newline in it")
+        if "\n" in text or not text.strip():
+            # An empty line is skipped as no line at all: that would not test anything.
+            raise ValueError("garbage is one line with something on it")
         try:
             msgspec.json.decode(text)
         except msgspec.DecodeError:

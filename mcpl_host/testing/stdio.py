@@ -140,13 +140,16 @@ class StdioServer(ScriptedServer):
     def _vanished(self, started: journal.Started, entries: list[journal.Entry]) -> ScriptFailed:
         self._reported = True
         connection = None
+        step = started.resume
         for entry in entries[entries.index(started) :]:
             if isinstance(entry, journal.Connected):
                 connection = entry.connection
+            elif isinstance(entry, journal.At):
+                step = entry.step
         return ScriptFailed(
             f"the server process (pid {started.pid}) ended before finishing; killed from outside?",
-            step_number=started.resume + 1,
-            step=self._step(started.resume),
+            step_number=step + 1,
+            step=self._step(step),
             connection=connection,
         )
 

@@ -97,9 +97,14 @@ class _Process:
 
     def run(self) -> int:
         play = self.player.play()
+        at = -1
         try:
             command = next(play)
             while True:
+                if self.player.index != at and self.player.index < len(self.script.steps):
+                    # So that the test process can name the step if this process dies.
+                    at = self.player.index
+                    self.log.write(journal.At(step=at))
                 command = play.send(self.perform(command))
         except (StopIteration, _Stop):
             pass

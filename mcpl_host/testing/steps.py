@@ -11,11 +11,12 @@ script's default.
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import msgspec
 
 __all__ = [
+    "DEFAULT_TIMEOUT",
     "Crash",
     "Drop",
     "Expect",
@@ -182,11 +183,15 @@ Step: TypeAlias = (
 )
 
 
+DEFAULT_TIMEOUT: Final = 10.0
+"""How long a step waits for the host unless told otherwise."""
+
+
 class ScriptData(msgspec.Struct, frozen=True, kw_only=True):
     """A whole script: its steps and the default bound on every wait for the host."""
 
     steps: tuple[Step, ...] = ()
-    timeout: float = 10.0
+    timeout: float = DEFAULT_TIMEOUT
 
     def timeout_of(self, index: int) -> float:
         """The wait bound of step ``index`` (the default past the end or when unset)."""
@@ -209,7 +214,9 @@ def describe(step: Step) -> str:
     shown: list[str] = []
     for field in msgspec.structs.fields(step):
         value = getattr(step, field.name)
-        if field.name == "timeout" or (field.required is False and value == field.default):
+        # A request's id is always shown: null is an id like any other there.
+        default = field.required is False and value == field.default and field.name != "id"
+        if field.name == "timeout" or default:
             continue
         text = repr(value)
         if len(text) > _CUT:
