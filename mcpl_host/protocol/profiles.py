@@ -8,7 +8,7 @@ in exactly one place.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Final
 
@@ -54,54 +54,43 @@ _BASE_SERVER_REQUESTS: Final = frozenset({"ping", "roots/list", "sampling/create
 _ELICITATION: Final = frozenset({"elicitation/create"})
 _TASKS: Final = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
 
+# Each revision is written as what changed from the one before, so a difference between
+# revisions reads as one line here.
+_R1: Final = Profile(
+    revision="2024-11-05",
+    # Plain JSON-RPC 2.0, which has always defined batches.
+    accepts_batches=True,
+    may_send_batches=False,
+    version_header=False,
+    error_without_id=False,
+    server_requests=_BASE_SERVER_REQUESTS,
+    progress_message=False,
+    tasks=False,
+    url_elicitation=False,
+)
+# Batching spelled out (receive MUST, send MAY); progress gains a message.
+_R2: Final = replace(_R1, revision="2025-03-26", may_send_batches=True, progress_message=True)
+# Batching removed; the HTTP version header; elicitation.
+_R3: Final = replace(
+    _R2,
+    revision="2025-06-18",
+    accepts_batches=False,
+    may_send_batches=False,
+    version_header=True,
+    server_requests=_BASE_SERVER_REQUESTS | _ELICITATION,
+)
+# Error answers may omit the id; tasks; URL-mode elicitation.
+_R4: Final = replace(
+    _R3,
+    revision="2025-11-25",
+    error_without_id=True,
+    server_requests=_BASE_SERVER_REQUESTS | _ELICITATION | _TASKS,
+    tasks=True,
+    url_elicitation=True,
+)
+
 PROFILES: Final[Mapping[str, Profile]] = MappingProxyType(
-    {
-        "2024-11-05": Profile(
-            revision="2024-11-05",
-            # Plain JSON-RPC 2.0, which has always defined batches.
-            accepts_batches=True,
-            may_send_batches=False,
-            version_header=False,
-            error_without_id=False,
-            server_requests=_BASE_SERVER_REQUESTS,
-            progress_message=False,
-            tasks=False,
-            url_elicitation=False,
-        ),
-        "2025-03-26": Profile(
-            revision="2025-03-26",
-            accepts_batches=True,
-            may_send_batches=True,
-            version_header=False,
-            error_without_id=False,
-            server_requests=_BASE_SERVER_REQUESTS,
-            progress_message=True,
-            tasks=False,
-            url_elicitation=False,
-        ),
-        "2025-06-18": Profile(
-            revision="2025-06-18",
-            accepts_batches=False,
-            may_send_batches=False,
-            version_header=True,
-            error_without_id=False,
-            server_requests=_BASE_SERVER_REQUESTS | _ELICITATION,
-            progress_message=True,
-            tasks=False,
-            url_elicitation=False,
-        ),
-        "2025-11-25": Profile(
-            revision="2025-11-25",
-            accepts_batches=False,
-            may_send_batches=False,
-            version_header=True,
-            error_without_id=True,
-            server_requests=_BASE_SERVER_REQUESTS | _ELICITATION | _TASKS,
-            progress_message=True,
-            tasks=True,
-            url_elicitation=True,
-        ),
-    }
+    {p.revision: p for p in (_R1, _R2, _R3, _R4)}
 )
 
 KNOWN_REVISIONS: Final = tuple(sorted(PROFILES))
