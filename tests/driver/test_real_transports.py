@@ -15,6 +15,7 @@ import trio
 from structlog.testing import capture_logs
 
 from mcpl_host import (
+    ConfigurationError,
     ConnectionClosed,
     InitializeError,
     SpawnError,
@@ -167,11 +168,17 @@ async def test_stderr_lines_become_events_redacted(tmp_path: Path) -> None:
         + 'sys.stderr.write("starting with key " + os.environ["API_KEY"] + "\\n"); sys.stderr.flush()\n'
         + "m = recv()\n"
         + 'send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -1, "message": '
-        + '"bad key " + os.environ["API_KEY"] + " and " + sys.argv[2]}})\n'
+        + '"bad key " + os.environ["API_KEY"] + " and " + sys.argv[2] + " " + sys.argv[3]}})\n'
         + "time.sleep(0.5)\n",
     )
     target = StdioTarget.of(
-        [sys.executable, str(script), "--token", CANARY + "-arg"],
+        [
+            sys.executable,
+            str(script),
+            "--token",
+            CANARY + "-arg",
+            f"--url=https://example.test/mcp?access_token={CANARY}-url",
+        ],
         env={"PID_FILE": str(pid_file), "API_KEY": CANARY},
     )
     with capture_logs() as logs, trio.fail_after(20), pytest.raises(InitializeError) as info:
@@ -179,7 +186,9 @@ async def test_stderr_lines_become_events_redacted(tmp_path: Path) -> None:
             pass
     stderr = [e.line for e in events if isinstance(e, StderrLine)]
     assert stderr == ["starting with key ***"]
-    assert str(info.value).endswith("bad key *** and ***")
+    assert str(info.value).endswith(
+        "bad key *** and *** --url=https://example.test/mcp?access_token=***"
+    )
     everything = repr(logs) + repr(events) + str(info.value) + repr(info.value.__dict__)
     assert CANARY not in everything
 
@@ -262,3 +271,10 @@ async def test_socket_closed_by_server_fails_pending() -> None:
                     await conn.request("tools/call", {"name": "x"})
                 assert info.value.outcome_unknown
             nursery.cancel_scope.cancel()
+
+
+def test_a_secret_in_a_url_target_never_shows() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        Connection(f"tcp://user:{CANARY}@127.0.0.1:9")
+    assert CANARY not in str(info.value)
+    assert CANARY not in repr(info.value.__dict__)

@@ -5,12 +5,23 @@ from __future__ import annotations
 import msgspec
 import pytest
 import trio
+import trio.testing
 from structlog.testing import capture_logs
 
-from mcpl_host import ConnectionClosed, ProtocolError, RequestError, RequestTimeout
+from mcpl_host import (
+    Closed,
+    Connection,
+    ConnectionClosed,
+    Disconnected,
+    Event,
+    ProtocolError,
+    RequestError,
+    RequestTimeout,
+)
+from mcpl_host.transports.memory import StreamTransport
 
 from .conftest import connected
-from .peer import memory_connection
+from .peer import Peer, memory_connection
 
 
 async def test_round_trip_and_increasing_ids() -> None:
@@ -257,3 +268,49 @@ async def test_run_in_a_callers_nursery() -> None:
             await conn.aclose()  # idempotent
         with pytest.raises(ConnectionClosed):
             await conn.request("ping")
+
+
+class _WriteFails(trio.abc.Stream):
+    """A stream whose writes fail after the handshake; reads come from the peer."""
+
+    def __init__(self, inner: trio.abc.Stream) -> None:
+        self.inner = inner
+        self.broken = False
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        if self.broken:
+            raise trio.BrokenResourceError("pipe gone")
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        return await self.inner.receive_some(max_bytes)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_failed_write_ends_the_transport_and_is_never_silent() -> None:
+
+    host, peer_end = trio.testing.memory_stream_pair()
+    stream = _WriteFails(host)
+    peer = Peer(peer_end)
+    events: list[Event] = []
+
+    async def opener() -> StreamTransport:
+        return StreamTransport(stream)
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(peer.handshake)
+            async with Connection(opener, on_event=events.append) as conn:
+                stream.broken = True
+                with pytest.raises(ConnectionClosed) as info:
+                    await conn.request("ping")
+                assert info.value.reason == "write-failed"
+                assert not info.value.outcome_unknown
+                while not any(isinstance(e, Closed) for e in events):
+                    await trio.sleep(0.01)
+    assert Disconnected(1, "write-failed") in events
