@@ -25,7 +25,7 @@ from .transports.targets import StdioTarget
 
 __all__ = ["ChaosReport", "run_chaos"]
 
-_DEMO = (sys.executable, "-m", "mcpl_host.demo_server")
+_DEMO = (sys.executable, "-m", "mcpl_host.demo")
 
 
 @dataclass

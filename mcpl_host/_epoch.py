@@ -31,7 +31,8 @@ class Epoch:
     """One transport's lifetime: its stream, write lock, profile and inbound work.
 
     ``on_lost(epoch, reason)`` is called (once) when a write fails; ``spawn`` starts a
-    task in the connection's nursery.
+    task in the connection's nursery; ``on_wire(direction, line)`` sees every line
+    written (a wire trace).
     """
 
     def __init__(
@@ -42,12 +43,14 @@ class Epoch:
         server: str,
         on_lost: Callable[[Epoch, str], None],
         spawn: Callable[..., None],
+        on_wire: Callable[[str, bytes], None] | None = None,
     ) -> None:
         self.epoch_number = number
         self.transport = transport
         self.server = server
         self.on_lost = on_lost
         self.spawn = spawn
+        self.on_wire = on_wire
         self.write_lock = trio.StrictFIFOLock()
         self.profile: Profile | None = None
         self.handshake: Handshake | None = None
@@ -91,6 +94,8 @@ class Epoch:
             raise self.closed_error(outcome_unknown=False) from exc
         finally:
             lock.release()
+        if self.on_wire is not None:
+            self.on_wire("out", data.rstrip(b"\n"))
 
     async def write_quietly(self, line: bytes) -> None:
         """Write an answer that has no responder (a refused batch); log if it cannot go."""

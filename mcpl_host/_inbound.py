@@ -74,6 +74,7 @@ class Inbound:
         spawn: Callable[..., None],
         emit: Callable[[Event], None],
         on_lost: Callable[[Epoch, str], None],
+        on_wire: Callable[[str, bytes], None] | None = None,
     ) -> None:
         self.server = server
         self._pending = pending
@@ -87,6 +88,7 @@ class Inbound:
         self._spawn = spawn
         self._emit = emit
         self._on_lost = on_lost
+        self._on_wire = on_wire
         self._log = _log.bind(server=server)
 
     async def read(self, epoch: Epoch) -> None:
@@ -123,6 +125,8 @@ class Inbound:
                 )
                 return
             assert isinstance(item, bytes)
+            if self._on_wire is not None:
+                self._on_wire("in", item)
             message = decode_line(item)
             if epoch.handshake_step is None:
                 self._during_handshake(epoch, message)

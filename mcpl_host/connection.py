@@ -122,11 +122,15 @@ class Connection:
         max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
         secrets: tuple[str, ...] = (),
         reconnect: Reconnect | None = None,
+        on_wire: Callable[[str, bytes], None] | None = None,
     ) -> None:
         """Raises :class:`~mcpl_host.ConfigurationError` for a bad target or allowlist.
 
         ``reconnect``: without a policy (the default) the connection ends with its
         transport; with one, a lost transport is replaced and pending requests rebound.
+        ``on_wire(direction, line)``: called with every line read (``"in"``) and written
+        (``"out"``), raw; a wire trace must escape, cut and redact it before showing it
+        (``conn.redactor.log_value``).
         """
         self.target: Target | TransportFactory = (
             parse_target(target) if isinstance(target, str) else target
@@ -179,7 +183,9 @@ class Connection:
             spawn=self._spawn,
             emit=self._emit,
             on_lost=self._end_epoch_soon,
+            on_wire=on_wire,
         )
+        self._on_wire = on_wire
         self._epoch: Epoch | None = None
         self._nursery: trio.Nursery | None = None
         self._closing = False
@@ -317,6 +323,7 @@ class Connection:
             server=self.name,
             on_lost=self._end_epoch_soon,
             spawn=self._spawn,
+            on_wire=self._on_wire,
         )
         self._epoch = epoch
         handshake = Handshake(

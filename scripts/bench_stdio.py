@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tools/call round trips over stdio: mcpl_host next to the official MCP Python SDK.
 
-Both clients talk to the same server (``python -m mcpl_host.demo_server``, a synchronous
+Both clients talk to the same server (``python -m mcpl_host.demo``, a synchronous
 msgspec server answering tools/call "echo"). Each measurement runs in a fresh client
 process, so CPU time and peak RSS are the client's own; runs alternate between the
 clients (this machine is noisy) and the table shows medians and the ratio.
@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any
 
-SERVER = [sys.executable, "-m", "mcpl_host.demo_server"]
+SERVER = [sys.executable, "-m", "mcpl_host.demo"]
 ARGS = {"text": "hello"}
 
 

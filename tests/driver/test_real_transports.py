@@ -24,11 +24,11 @@ from mcpl_host import (
     UnixTarget,
 )
 from mcpl_host.connection import Connection
-from mcpl_host.demo_server import handle
+from mcpl_host.demo import handle
 from mcpl_host.events import Closed, Disconnected, Event, StderrLine
 from mcpl_host.protocol.framing import LineDecoder
 
-DEMO = [sys.executable, "-m", "mcpl_host.demo_server"]
+DEMO = [sys.executable, "-m", "mcpl_host.demo"]
 CANARY = "canary-5ec7e7-do-not-log"
 
 
@@ -142,7 +142,7 @@ async def test_kill_9_fails_pending_and_reaps(tmp_path: Path) -> None:
 async def test_wrapper_shell_and_its_child_are_both_gone_after_close(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     # "; true" keeps sh alive as a parent instead of exec-ing python in its place.
-    command = f'\'{sys.executable}\' -m mcpl_host.demo_server; python3 -c \'import os; open(os.environ["PID_FILE"]+".x","w")\'; true'
+    command = f'\'{sys.executable}\' -m mcpl_host.demo; python3 -c \'import os; open(os.environ["PID_FILE"]+".x","w")\'; true'
     target = StdioTarget.of(
         ["sh", "-c", f"echo $$ > '{pid_file}'; {command}"],
         env={"PID_FILE": str(pid_file)},

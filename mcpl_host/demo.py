@@ -1,6 +1,6 @@
 """A small, fast MCP server over stdio, bundled for demos, tests and benchmarks.
 
-Run it as ``python -m mcpl_host.demo_server``. It speaks newline-delimited JSON-RPC on
+Run it as ``python -m mcpl_host.demo``. It speaks newline-delimited JSON-RPC on
 stdin/stdout, implements initialize, ping, tools/list and tools/call with three tools
 (``echo``, ``add`` and ``sleep``, which answers after the seconds it is given), and
 answers anything else as a careful server would. It is

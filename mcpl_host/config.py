@@ -1,0 +1,128 @@
+"""Server configuration files, in the format users already have.
+
+The ``mcpServers`` object desktop MCP clients use::
+
+    {"mcpServers": {
+        "files": {"command": "npx", "args": ["-y", "@scope/server"], "env": {"TOKEN": "..."},
+                  "cwd": "/srv"},
+        "remote": {"url": "tcp://127.0.0.1:9000"}
+    }}
+
+A stdio server has ``command`` (and optionally ``args``, ``env``, ``cwd``); a socket
+server has ``url`` (``tcp://HOST:PORT`` or ``unix:PATH``). Every error names the file
+and the key. Other keys clients add (``type``, ``timeout``, ``autoApprove``...) are
+ignored. A well-formed server whose URL scheme the host does not speak yet
+(``http(s)://``, ``ws(s)://``) is kept with its ``problem`` set, so that one such entry
+does not make the rest of the file unusable.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from .protocol.errors import ConfigurationError
+from .protocol.redact import Redactor
+from .transports.targets import StdioTarget, Target, parse_target
+
+__all__ = ["ServerConfig", "load_config", "parse_config"]
+
+_LATER_SCHEMES = ("http://", "https://", "ws://", "wss://")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """One configured server: its name, its target, and where it was configured.
+
+    ``target`` is None when ``problem`` says why the host cannot reach it yet.
+    """
+
+    name: str
+    target: Target | None
+    source: str
+    problem: str | None = None
+    disabled: bool = False
+
+
+def load_config(path: str | os.PathLike[str]) -> dict[str, ServerConfig]:
+    """Read a config file; return its servers by name, in file order.
+
+    Raises :class:`~mcpl_host.ConfigurationError` naming the file (and the key) when the
+    file cannot be read, is not JSON, or holds a malformed entry.
+    """
+    file = str(path)
+    try:
+        raw = Path(file).read_bytes()
+    except OSError as exc:
+        raise ConfigurationError(f"{file}: cannot read the config file ({exc.strerror})") from None
+    try:
+        data = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise ConfigurationError(f"{file}: not valid JSON ({exc})") from None
+    return parse_config(data, source=file)
+
+
+def parse_config(data: Any, *, source: str = "<config>") -> dict[str, ServerConfig]:
+    """The servers of an already-decoded config object (see :func:`load_config`)."""
+    if not isinstance(data, dict):
+        raise ConfigurationError(f"{source}: the top level must be an object with mcpServers")
+    servers = data.get("mcpServers")
+    if not isinstance(servers, dict):
+        raise ConfigurationError(f"{source}: key 'mcpServers' must be an object of servers")
+    return {name: _server(name, entry, source) for name, entry in servers.items()}
+
+
+def _server(name: str, entry: Any, source: str) -> ServerConfig:
+    key = f"mcpServers.{name}"
+    where = f"{source}: key '{key}'"
+    if not isinstance(entry, dict):
+        raise ConfigurationError(f"{where} must be an object")
+    disabled = entry.get("disabled", False)
+    if not isinstance(disabled, bool):
+        raise ConfigurationError(f"{where}.disabled must be true or false")
+    has_command, has_url = "command" in entry, "url" in entry
+    if has_command == has_url:
+        raise ConfigurationError(f"{where} needs exactly one of 'command' or 'url'")
+    at = f"{source}:{key}"
+    if has_url:
+        url = entry["url"]
+        if not isinstance(url, str):
+            raise ConfigurationError(f"{where}.url must be a string")
+        if url.startswith(_LATER_SCHEMES):
+            scheme = url.split(":", 1)[0]
+            return ServerConfig(
+                name,
+                None,
+                at,
+                problem=f"{scheme}:// servers are not supported yet",
+                disabled=disabled,
+            )
+        try:
+            return ServerConfig(name, parse_target(url), at, disabled=disabled)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{where}.url: {exc.message}") from None
+    command, args = entry["command"], entry.get("args", [])
+    if not isinstance(command, str) or not command:
+        raise ConfigurationError(f"{where}.command must be a non-empty string")
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise ConfigurationError(f"{where}.args must be a list of strings")
+    env = entry.get("env", {})
+    if not isinstance(env, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        # Name the key only: a value here is likely a credential.
+        raise ConfigurationError(f"{where}.env must map names to string values")
+    cwd = entry.get("cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        raise ConfigurationError(f"{where}.cwd must be a string")
+    try:
+        target = StdioTarget.of([command, *args], cwd=cwd, env=env)
+    except ConfigurationError as exc:
+        redactor = Redactor.from_config(env=env, args=args)
+        raise ConfigurationError(f"{where}: {redactor.log_value(exc.message)}") from None
+    return ServerConfig(name, target, at, disabled=disabled)
