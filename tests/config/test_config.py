@@ -1,0 +1,91 @@
+"""mcpServers config files: the format users have, errors that name the file and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcpl_host import ConfigurationError, StdioTarget, TcpTarget, UnixTarget
+from mcpl_host.config import load_config, parse_config
+
+CANARY = "canary-c0nf1g-secret"
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "servers.json"
+    path.write_text(text)
+    return path
+
+
+def test_reads_stdio_and_socket_servers_in_file_order(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        '{"mcpServers": {'
+        '"files": {"command": "npx", "args": ["-y", "@scope/server", "/srv"], '
+        '"env": {"TOKEN": "' + CANARY + '"}, "cwd": "/tmp", "autoApprove": []},'
+        '"sock": {"url": "unix:/run/mcp.sock"},'
+        '"net": {"url": "tcp://127.0.0.1:9000", "disabled": true}}}',
+    )
+    servers = load_config(path)
+    assert list(servers) == ["files", "sock", "net"]
+    files = servers["files"]
+    assert files.target == StdioTarget.of(
+        ["npx", "-y", "@scope/server", "/srv"], cwd="/tmp", env={"TOKEN": CANARY}
+    )
+    assert files.source == f"{path}:mcpServers.files"
+    assert servers["sock"].target == UnixTarget("/run/mcp.sock")
+    assert servers["net"].target == TcpTarget("127.0.0.1", 9000)
+    assert servers["net"].disabled
+
+
+def test_a_scheme_not_supported_yet_spoils_only_its_own_entry() -> None:
+    servers = parse_config(
+        {"mcpServers": {"web": {"url": "https://example.test/mcp"}, "ok": {"command": "x"}}}
+    )
+    assert servers["web"].target is None
+    assert servers["web"].problem == "https:// servers are not supported yet"
+    assert servers["ok"].problem is None
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("not json", "not valid JSON"),
+        ("[]", "top level"),
+        ('{"servers": {}}', "key 'mcpServers'"),
+        ('{"mcpServers": {"a": 1}}', "key 'mcpServers.a' must be an object"),
+        ('{"mcpServers": {"a": {}}}', "key 'mcpServers.a' needs exactly one"),
+        ('{"mcpServers": {"a": {"command": "x", "url": "tcp://h:1"}}}', "exactly one"),
+        ('{"mcpServers": {"a": {"command": ""}}}', "key 'mcpServers.a'.command"),
+        ('{"mcpServers": {"a": {"command": "x", "args": "-v"}}}', "'mcpServers.a'.args"),
+        ('{"mcpServers": {"a": {"command": "x", "env": {"K": 1}}}}', "'mcpServers.a'.env"),
+        ('{"mcpServers": {"a": {"command": "x", "cwd": 3}}}', "'mcpServers.a'.cwd"),
+        ('{"mcpServers": {"a": {"url": "ftp://h"}}}', "'mcpServers.a'.url"),
+        ('{"mcpServers": {"a": {"url": "tcp://h:1", "disabled": "no"}}}', ".disabled"),
+    ],
+)
+def test_errors_name_the_file_and_the_key(tmp_path: Path, text: str, names: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigurationError) as info:
+        load_config(path)
+    assert str(path) in str(info.value)
+    assert names in str(info.value)
+    assert info.value.permanent
+
+
+def test_a_missing_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match=r"missing\.json: cannot read"):
+        load_config(tmp_path / "missing.json")
+
+
+def test_errors_never_repeat_a_secret(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        '{"mcpServers": {"a": {"command": "x", "args": ["--token=' + CANARY + '", "a\\u0000b"],'
+        ' "env": {"API_KEY": "' + CANARY + '"}}}}',
+    )
+    with pytest.raises(ConfigurationError) as info:
+        load_config(path)
+    assert "NUL" in str(info.value)
+    assert CANARY not in str(info.value)
