@@ -13,24 +13,20 @@ Every inbound message ends with one typed outcome, logged as one structured even
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import itertools
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Any, Final, TypeAlias, TypeVar, overload
 
-import msgspec
 import structlog
 import trio
-from msgspec import UNSET, Raw
+from msgspec import UNSET
 
 from ._epoch import Epoch
 from ._inbound import Inbound
-from ._pending import Pending, ProgressCallback, result_decoder, with_progress_token
-from ._rebind import ToolHints, safe_to_repeat
-from ._timeouts import TimeoutWatch
+from ._outbound import Outbound
+from ._pending import ProgressCallback
 from .events import (
     Closed,
     Connected,
@@ -44,13 +40,12 @@ from .events import (
 from .protocol.errors import (
     ConnectionClosed,
     McplHostError,
-    ProtocolError,
     RequestTimeout,
     TransportError,
 )
 from .protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from .protocol.handshake import Established, Failed, Handshake, InitializeResult
-from .protocol.messages import OutNotification, OutRequest, encode
+from .protocol.messages import OutNotification, encode
 from .protocol.profiles import Profile, validate_allowlist
 from .protocol.redact import Redactor
 from .reconnect import Reconnect
@@ -70,12 +65,6 @@ TransportFactory: TypeAlias = Callable[[], Awaitable[Transport]]
 DEFAULT_INITIALIZE_TIMEOUT: Final = 30.0
 DEFAULT_REQUEST_TIMEOUT: Final = 60.0
 DEFAULT_MAX_SERVER_REQUESTS: Final = 64
-# notifications/cancelled is a courtesy: it must never hold up the caller for long.
-_CANCEL_NOTICE_BOUND: Final = 1.0
-# Ids the host gave up on (timeout, cancel, rebound onto a new transport), so that a late
-# answer is logged for what it is rather than as a stray. Bounded: a long-lived
-# connection must not grow it.
-_ABANDONED_MEMORY: Final = 1024
 
 
 class _State(enum.Enum):
@@ -163,19 +152,19 @@ class Connection:
         self._epoch_numbers = itertools.count(1)
         self._reconnect = reconnect
         self._state = _State.NEW
-        self._pending: dict[int, Pending] = {}  # by the id on the wire now
-        self._unsent: list[Pending] = []  # waiting for a transport
-        self._progress: dict[int, Pending] = {}  # by progress token
-        self._tool_hints = ToolHints()
-        self._timeouts = TimeoutWatch()
-        self._abandoned: OrderedDict[int, str] = OrderedDict()
+        self._outbound = Outbound(
+            server=self.name,
+            next_id=lambda: next(self._ids),
+            redactor=self.redactor,
+            spawn=self._spawn,
+        )
         self._reconnect_scope: trio.CancelScope | None = None
         self._inbound = Inbound(
             server=self.name,
-            pending=self._pending,
-            abandoned=self._abandoned,
-            progress=self._progress,
-            timeouts=self._timeouts,
+            pending=self._outbound.pending,
+            abandoned=self._outbound.abandoned,
+            progress=self._outbound.progress,
+            timeouts=self._outbound.timeouts,
             handlers=self._handlers,
             redactor=self.redactor,
             max_message_bytes=max_message_bytes,
@@ -272,7 +261,7 @@ class Connection:
         failure: McplHostError | None = None
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            nursery.start_soon(self._timeouts.run)
+            nursery.start_soon(self._outbound.timeouts.run)
             try:
                 started = trio.current_time()
                 await self._open_epoch(started)
@@ -418,7 +407,7 @@ class Connection:
             self._emit(
                 Reconnected(new.epoch_number, profile.revision, self.initialize_result.server_info)
             )
-            await self._resend(new)
+            await self._outbound.resend(new)
 
     async def _reconnect_once(self, policy: Reconnect) -> Epoch | None:
         """Connect+handshake under the policy's backoff; None when cancelled by close().
@@ -432,18 +421,6 @@ class Connection:
                 return await self._open_epoch(trio.current_time())
         return None  # pragma: no cover - tenacity either returns or raises
 
-    async def _resend(self, epoch: Epoch) -> None:
-        """Send the requests that wait for a transport, oldest call first, with new ids."""
-        waiting = sorted(self._unsent, key=lambda p: p.seq)
-        self._unsent.clear()
-        for pending in waiting:
-            if pending.settled:
-                continue
-            if not epoch.open:
-                self._unsent.append(pending)
-                continue
-            await self._send(pending, epoch)
-
     def _finish(self, reason: str, cause: McplHostError | None = None) -> None:
         """The connection is over for good: every request still waiting fails."""
         if self._state is _State.CLOSED and self._closed.is_set():
@@ -454,14 +431,7 @@ class Connection:
         text = f"connection closed ({reason})"
         if cause is not None:
             text += f": {self.redactor.log_value(str(cause))}"
-        for pending in [*self._pending.values(), *self._unsent]:
-            error = ConnectionClosed(
-                text, reason=reason, outcome_unknown=pending.written, server=self.name
-            )
-            error.__cause__ = cause
-            pending.settle(error=error)
-        self._pending.clear()
-        self._unsent.clear()
+        self._outbound.fail_all(text, reason, cause)
         self._log.info("closed", reason=reason)
         self._emit(Closed(reason))
         self._closed.set()
@@ -531,54 +501,21 @@ class Connection:
         ``TypeError`` for params JSON cannot carry.
         """
         self._check_open()
-        timeout = self.request_timeout if timeout is None else timeout
-        seq = next(self._ids)
-        if on_progress is not None:
-            params = with_progress_token(params, seq)  # the first id, kept across rebinding
-        pending = Pending(seq, method, params, trio.current_time() + timeout, rebind)
-        try:
-            line = encode(OutRequest(id=seq, method=method, params=params))
-        except msgspec.EncodeError as exc:
-            raise TypeError(f"params for {method!r} cannot be encoded as JSON: {exc}") from None
-        if on_progress is not None:
-            pending.on_progress = on_progress
-            self._progress[seq] = pending
-            if progress_resets_timeout:
-                hard = max_timeout if max_timeout is not None else timeout * 10
-                pending.progress_reset = (timeout, trio.current_time() + hard)
-        self._timeouts.watch(pending)
-        try:
-            epoch = self._epoch
-            if self._state is _State.CONNECTED and epoch is not None and epoch.open:
-                await self._send(pending, epoch, seq, line)
-            else:
-                self._unsent.append(pending)  # sent once the new transport is up
-            await pending.done.wait()
-        finally:
-            self._forget(pending)
-        if pending.timed_out:
-            raise RequestTimeout(
-                f"no answer to {method!r} within {timeout:g} s",
-                method=method,
-                timeout=timeout,
-                server=self.name,
-            )
-        if pending.error is not None:
-            raise pending.error
-        if pending.result is None:  # pragma: no cover - settle() always sets one
-            raise ProtocolError(f"empty answer to {method!r}", server=self.name)
-        if method == "tools/list":
-            first_page = not (isinstance(params, dict) and params.get("cursor") is not None)
-            self._tool_hints.learn(pending.result, first_page=first_page)
-        if result_type is Raw:
-            return pending.result
-        try:
-            return result_decoder(result_type).decode(pending.result)
-        except msgspec.DecodeError as exc:
-            raise ProtocolError(
-                f"the result of {method!r} does not fit: {self.redactor.log_value(str(exc))}",
-                server=self.name,
-            ) from None
+        epoch = self._epoch
+        ready = (
+            epoch if self._state is _State.CONNECTED and epoch is not None and epoch.open else None
+        )
+        return await self._outbound.call(
+            ready,
+            method,
+            params,
+            result_type=result_type,
+            timeout=self.request_timeout if timeout is None else timeout,
+            on_progress=on_progress,
+            progress_resets_timeout=progress_resets_timeout,
+            max_timeout=max_timeout,
+            rebind=rebind,
+        )
 
     async def notify(self, method: str, params: Any = UNSET) -> None:
         """Send a notification.
@@ -587,74 +524,19 @@ class Connection:
         or between transports) or the write fails.
         """
         self._check_open()
-        epoch = self._epoch
-        if self._state is not _State.CONNECTED or epoch is None or not epoch.open:
+        epoch = self._ready_epoch()
+        if epoch is None:
             raise ConnectionClosed(
                 "no transport right now (reconnecting)", reason="reconnecting", server=self.name
             )
         await epoch.write(encode(OutNotification(method=method, params=params)))
 
-    async def _send(
-        self, pending: Pending, epoch: Epoch, request_id: int | None = None, line: bytes = b""
-    ) -> None:
-        """Write a pending request on ``epoch`` under ``request_id`` (a new id by default).
-
-        If the epoch ends before the line is whole on the wire, the request counts as never
-        written: the epoch's end has already queued it again or failed it.
-        """
-        if request_id is None:
-            request_id = next(self._ids)
-            line = encode(OutRequest(id=request_id, method=pending.method, params=pending.params))
-        pending.id = request_id
-        pending.epoch = epoch
-        pending.written = False
-        self._pending[request_id] = pending
-        try:
-            await epoch.write(line)
-        except ConnectionClosed:
-            return
-        if pending.epoch is epoch and epoch.open:
-            pending.written = True
-
-    def _forget(self, pending: Pending) -> None:
-        """The caller is done waiting: drop every reference; if it gave up, say so."""
-        if pending.id is not None:
-            self._pending.pop(pending.id, None)
-        self._progress.pop(pending.seq, None)
-        if pending in self._unsent:
-            self._unsent.remove(pending)
-        if not pending.settled:
-            pending.settled = True  # its timeout entry goes stale
-            reason = "timeout" if pending.timed_out else "cancelled by the caller"
-            if pending.id is not None:
-                self._remember_abandoned(pending.id, f"a late answer after {reason}")
-            epoch = pending.epoch
-            if pending.written and epoch is not None and epoch.open and pending.id is not None:
-                self._spawn_cancel_notice(epoch, pending.id, reason)
-
-    def _spawn_cancel_notice(self, epoch: Epoch, request_id: int, reason: str) -> None:
-        # Run in the connection's nursery: the caller may be cancelled already, and the
-        # notice must not make it wait.
-        self._spawn(self._send_cancelled, epoch, request_id, reason)
-
-    def _remember_abandoned(self, request_id: int, reason: str) -> None:
-        self._abandoned[request_id] = reason
-        while len(self._abandoned) > _ABANDONED_MEMORY:
-            self._abandoned.popitem(last=False)
-
-    async def _send_cancelled(self, epoch: Epoch, request_id: int, reason: str) -> None:
-        line = encode(
-            OutNotification(
-                method="notifications/cancelled",
-                params={"requestId": request_id, "reason": reason},
-            )
-        )
-        with trio.CancelScope(shield=True) as scope:
-            scope.deadline = trio.current_time() + _CANCEL_NOTICE_BOUND
-            # If the transport is gone, so is the request: nothing to tell.
-            with contextlib.suppress(ConnectionClosed):
-                await epoch.write(line)
-        epoch.log.debug("cancel sent", request_id=request_id, reason=reason)
+    def _ready_epoch(self) -> Epoch | None:
+        """The transport to write on now; None between transports."""
+        epoch = self._epoch
+        if self._state is _State.CONNECTED and epoch is not None and epoch.open:
+            return epoch
+        return None
 
     def _check_open(self) -> None:
         if self._state is _State.NEW or self._state is _State.CLOSED or self._closing:
@@ -686,26 +568,7 @@ class Connection:
                 )
             )
             epoch.handshake_done.set()
-        self._rebind(epoch)
-
-    def _rebind(self, epoch: Epoch) -> None:
-        """Decide, for each request pending on the lost epoch, re-send or fail (the rule
-        and its table: mcpl_host._rebind)."""
-        reconnecting = self._reconnect is not None and not self._closing
-        for request_id, pending in list(self._pending.items()):
-            if pending.epoch is not epoch:
-                continue
-            del self._pending[request_id]
-            repeat = not pending.written or safe_to_repeat(
-                pending.method, pending.params, self._tool_hints, pending.rebind
-            )
-            if reconnecting and repeat:
-                self._remember_abandoned(request_id, "an id from an earlier transport")
-                pending.id = None
-                pending.written = False
-                self._unsent.append(pending)
-            else:
-                pending.settle(error=epoch.closed_error(outcome_unknown=pending.written))
+        self._outbound.rebind(epoch, reconnecting=self._reconnect is not None and not self._closing)
 
     async def _end_epoch(self, epoch: Epoch, reason: str) -> None:
         if epoch.open:

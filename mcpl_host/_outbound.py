@@ -1,0 +1,225 @@
+"""The host's own requests: from the call to the answer, across transports.
+
+Each request is a :class:`~mcpl_host._pending.Pending` that outlives transports. It is
+written on the current transport epoch or, between transports, queued; when an epoch
+is lost the rebinding rule (:mod:`mcpl_host._rebind`) decides whether it is sent again
+on the next one, under a new id, or fails with a typed error. Timeouts are kept by one
+:class:`~mcpl_host._timeouts.TimeoutWatch`; a late answer to an id given up on is
+remembered (boundedly) so that the reader can log it for what it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, Final
+
+import msgspec
+import trio
+from msgspec import Raw
+
+from ._epoch import Epoch
+from ._pending import Pending, ProgressCallback, result_decoder, with_progress_token
+from ._rebind import ToolHints, safe_to_repeat
+from ._timeouts import TimeoutWatch
+from .protocol.errors import ConnectionClosed, McplHostError, ProtocolError, RequestTimeout
+from .protocol.messages import OutNotification, OutRequest, encode
+from .protocol.redact import Redactor
+
+__all__ = ["Outbound"]
+
+# notifications/cancelled is a courtesy: it must never hold up anything for long.
+_CANCEL_NOTICE_BOUND: Final = 1.0
+# Ids the host gave up on (timeout, cancel, rebound onto a new transport), so that a late
+# answer is logged for what it is rather than as a stray. Bounded: a long-lived
+# connection must not grow it.
+_ABANDONED_MEMORY: Final = 1024
+
+
+class Outbound:
+    """The pending requests of one connection, and what happens to them."""
+
+    def __init__(
+        self,
+        *,
+        server: str,
+        next_id: Callable[[], int],
+        redactor: Redactor,
+        spawn: Callable[..., None],
+    ) -> None:
+        self.server = server
+        self._next_id = next_id
+        self.redactor = redactor
+        self._spawn = spawn
+        self.pending: dict[int, Pending] = {}  # by the id on the wire now
+        self.progress: dict[int, Pending] = {}  # by progress token
+        self.abandoned: OrderedDict[int, str] = OrderedDict()
+        self.timeouts = TimeoutWatch()
+        self._unsent: list[Pending] = []  # waiting for a transport
+        self._tool_hints = ToolHints()
+
+    async def call(
+        self,
+        epoch: Epoch | None,
+        method: str,
+        params: Any,
+        *,
+        result_type: Any,
+        timeout: float,
+        on_progress: ProgressCallback | None,
+        progress_resets_timeout: bool,
+        max_timeout: float | None,
+        rebind: bool | None,
+    ) -> Any:
+        """One request, from its first write (on ``epoch``, or on the next transport when
+        None) to its decoded result. The errors are those of ``Connection.request``."""
+        seq = self._next_id()
+        if on_progress is not None:
+            params = with_progress_token(params, seq)  # the first id, kept across rebinding
+        pending = Pending(seq, method, params, trio.current_time() + timeout, rebind)
+        try:
+            line = encode(OutRequest(id=seq, method=method, params=params))
+        except msgspec.EncodeError as exc:
+            raise TypeError(f"params for {method!r} cannot be encoded as JSON: {exc}") from None
+        if on_progress is not None:
+            pending.on_progress = on_progress
+            self.progress[seq] = pending
+            if progress_resets_timeout:
+                hard = max_timeout if max_timeout is not None else timeout * 10
+                pending.progress_reset = (timeout, trio.current_time() + hard)
+        self.timeouts.watch(pending)
+        try:
+            if epoch is not None:
+                await self.send(pending, epoch, seq, line)
+            else:
+                self._unsent.append(pending)  # sent once the new transport is up
+            await pending.done.wait()
+        finally:
+            self._forget(pending)
+        if pending.timed_out:
+            raise RequestTimeout(
+                f"no answer to {method!r} within {timeout:g} s",
+                method=method,
+                timeout=timeout,
+                server=self.server,
+            )
+        if pending.error is not None:
+            raise pending.error
+        if pending.result is None:  # pragma: no cover - settle() always sets one
+            raise ProtocolError(f"empty answer to {method!r}", server=self.server)
+        if method == "tools/list":
+            first_page = not (isinstance(params, dict) and params.get("cursor") is not None)
+            self._tool_hints.learn(pending.result, first_page=first_page)
+        if result_type is Raw:
+            return pending.result
+        try:
+            return result_decoder(result_type).decode(pending.result)
+        except msgspec.DecodeError as exc:
+            raise ProtocolError(
+                f"the result of {method!r} does not fit: {self.redactor.log_value(str(exc))}",
+                server=self.server,
+            ) from None
+
+    async def send(
+        self, pending: Pending, epoch: Epoch, request_id: int | None = None, line: bytes = b""
+    ) -> None:
+        """Write a pending request on ``epoch`` under ``request_id`` (a new id by default).
+
+        If the epoch ends before the line is whole on the wire, the request counts as never
+        written: the epoch's end has already queued it again or failed it.
+        """
+        if request_id is None:
+            request_id = self._next_id()
+            line = encode(OutRequest(id=request_id, method=pending.method, params=pending.params))
+        pending.id = request_id
+        pending.epoch = epoch
+        pending.written = False
+        self.pending[request_id] = pending
+        try:
+            await epoch.write(line)
+        except ConnectionClosed:
+            return
+        if pending.epoch is epoch and epoch.open:
+            pending.written = True
+
+    def _forget(self, pending: Pending) -> None:
+        """The caller is done waiting: drop every reference; if it gave up, say so."""
+        if pending.id is not None:
+            self.pending.pop(pending.id, None)
+        self.progress.pop(pending.seq, None)
+        if pending in self._unsent:
+            self._unsent.remove(pending)
+        if not pending.settled:
+            pending.settled = True  # its timeout entry goes stale
+            reason = "timeout" if pending.timed_out else "cancelled by the caller"
+            if pending.id is not None:
+                self.remember_abandoned(pending.id, f"a late answer after {reason}")
+            epoch = pending.epoch
+            if pending.written and epoch is not None and epoch.open and pending.id is not None:
+                self._spawn_cancel_notice(epoch, pending.id, reason)
+
+    def _spawn_cancel_notice(self, epoch: Epoch, request_id: int, reason: str) -> None:
+        # Run in the connection's nursery: the caller may be cancelled already, and the
+        # notice must not make it wait.
+        self._spawn(self._send_cancelled, epoch, request_id, reason)
+
+    def remember_abandoned(self, request_id: int, reason: str) -> None:
+        self.abandoned[request_id] = reason
+        while len(self.abandoned) > _ABANDONED_MEMORY:
+            self.abandoned.popitem(last=False)
+
+    async def _send_cancelled(self, epoch: Epoch, request_id: int, reason: str) -> None:
+        line = encode(
+            OutNotification(
+                method="notifications/cancelled",
+                params={"requestId": request_id, "reason": reason},
+            )
+        )
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + _CANCEL_NOTICE_BOUND
+            # If the transport is gone, so is the request: nothing to tell.
+            with contextlib.suppress(ConnectionClosed):
+                await epoch.write(line)
+        epoch.log.debug("cancel sent", request_id=request_id, reason=reason)
+
+    async def resend(self, epoch: Epoch) -> None:
+        """Send the requests that wait for a transport, oldest call first, with new ids."""
+        waiting = sorted(self._unsent, key=lambda p: p.seq)
+        self._unsent.clear()
+        for pending in waiting:
+            if pending.settled:
+                continue
+            if not epoch.open:
+                self._unsent.append(pending)
+                continue
+            await self.send(pending, epoch)
+
+    def rebind(self, epoch: Epoch, *, reconnecting: bool) -> None:
+        """Decide, for each request pending on the lost epoch, re-send or fail (the rule
+        and its table: mcpl_host._rebind)."""
+        for request_id, pending in list(self.pending.items()):
+            if pending.epoch is not epoch:
+                continue
+            del self.pending[request_id]
+            repeat = not pending.written or safe_to_repeat(
+                pending.method, pending.params, self._tool_hints, pending.rebind
+            )
+            if reconnecting and repeat:
+                self.remember_abandoned(request_id, "an id from an earlier transport")
+                pending.id = None
+                pending.written = False
+                self._unsent.append(pending)
+            else:
+                pending.settle(error=epoch.closed_error(outcome_unknown=pending.written))
+
+    def fail_all(self, text: str, reason: str, cause: McplHostError | None) -> None:
+        """The connection is over for good: every request still waiting fails."""
+        for pending in [*self.pending.values(), *self._unsent]:
+            error = ConnectionClosed(
+                text, reason=reason, outcome_unknown=pending.written, server=self.server
+            )
+            error.__cause__ = cause
+            pending.settle(error=error)
+        self.pending.clear()
+        self._unsent.clear()
