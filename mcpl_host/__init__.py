@@ -13,6 +13,16 @@ from .events import (
     ServerNotification,
     StderrLine,
 )
+from .manager import (
+    ConnectionManager,
+    ServerState,
+    ServerStatus,
+    ServerUnavailable,
+    ToolEntry,
+    ToolListing,
+    UnknownServer,
+    UnknownTool,
+)
 from .protocol.envelope import Outcome, RequestId
 from .protocol.errors import (
     ConfigurationError,
@@ -42,6 +52,7 @@ __all__ = [
     "Connected",
     "Connection",
     "ConnectionClosed",
+    "ConnectionManager",
     "Disconnected",
     "Event",
     "Handler",
@@ -60,14 +71,21 @@ __all__ = [
     "Responder",
     "ServerNotification",
     "ServerRequest",
+    "ServerState",
+    "ServerStatus",
+    "ServerUnavailable",
     "SpawnError",
     "StderrLine",
     "StdioTarget",
     "Target",
     "TcpTarget",
+    "ToolEntry",
+    "ToolListing",
     "TransportError",
     "TransportFactory",
     "UnixTarget",
+    "UnknownServer",
+    "UnknownTool",
     "VersionError",
     "parse_target",
 ]

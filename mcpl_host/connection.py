@@ -299,12 +299,7 @@ class Connection:
         included) the transport is shut down before the error propagates."""
         nursery = self._nursery
         assert nursery is not None
-        if callable(self.target):
-            transport = await self.target()
-        else:
-            transport = await open_transport(
-                self.target, nursery=nursery, on_stderr=self._on_stderr, redactor=self.redactor
-            )
+        transport = await self._open_transport(nursery)
         opened = trio.current_time()
         epoch = Epoch(
             next(self._epoch_numbers),
@@ -374,6 +369,24 @@ class Connection:
             )
         return epoch
 
+    async def _open_transport(self, nursery: trio.Nursery) -> Transport:
+        # Opening is bounded too: a TCP connect to a black hole must not hold an attempt.
+        transport: Transport | None = None
+        with trio.move_on_after(self.initialize_timeout):
+            if callable(self.target):
+                transport = await self.target()
+            else:
+                transport = await open_transport(
+                    self.target, nursery=nursery, on_stderr=self._on_stderr, redactor=self.redactor
+                )
+        if transport is None:
+            raise TransportError(
+                f"could not open the transport within {self.initialize_timeout:g} s",
+                reason="connect-timeout",
+                server=self.name,
+            )
+        return transport
+
     # -- supervising -------------------------------------------------------------------
 
     async def _supervise(self) -> None:
@@ -433,7 +446,7 @@ class Connection:
             text += f": {self.redactor.log_value(str(cause))}"
         self._outbound.fail_all(text, reason, cause)
         self._log.info("closed", reason=reason)
-        self._emit(Closed(reason))
+        self._emit(Closed(reason, cause))
         self._closed.set()
 
     # -- the host's requests -----------------------------------------------------------
@@ -596,7 +609,7 @@ class Connection:
         try:
             self._on_event(event)
         except Exception:
-            self._log.exception("event callback failed", event=type(event).__name__)
+            self._log.exception("event callback failed", kind=type(event).__name__)
 
     def _on_stderr(self, line: str) -> None:
         self._emit(StderrLine(line))

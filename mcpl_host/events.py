@@ -14,6 +14,8 @@ from typing import Any, TypeAlias
 
 import msgspec
 
+from .protocol.errors import McplHostError
+
 __all__ = [
     "Closed",
     "Connected",
@@ -83,9 +85,11 @@ class Reconnected:
 @dataclass(frozen=True, slots=True)
 class Closed:
     """The connection is closed for good: ``closed`` (by the host), the transport's loss
-    reason when there is no reconnect policy, or ``reconnect-failed``."""
+    reason when there is no reconnect policy, or ``reconnect-failed`` (``error`` is then
+    the last attempt's error)."""
 
     reason: str
+    error: McplHostError | None = None
 
 
 Event: TypeAlias = (

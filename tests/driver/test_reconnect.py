@@ -16,6 +16,8 @@ from mcpl_host import (
     Reconnect,
     RequestTimeout,
     ServerRequest,
+    TransportError,
+    VersionError,
 )
 from mcpl_host.events import (
     Closed,
@@ -211,7 +213,10 @@ async def test_backoff_grows_to_the_cap_and_attempts_run_out(
     delays = [e.delay for e in events if isinstance(e, Reconnecting)]
     assert delays == [0.0, 1.0, 2.0, 4.0, 4.0]
     assert supply.attempts == 6  # the first connect, then five reconnect attempts
-    assert events[-1] == Closed("reconnect-failed")
+    closed = events[-1]
+    assert isinstance(closed, Closed)
+    assert closed.reason == "reconnect-failed"
+    assert isinstance(closed.error, TransportError)  # the last attempt's error
 
 
 async def test_version_error_on_reconnect_is_permanent(autojump_clock: trio.abc.Clock) -> None:
@@ -236,7 +241,10 @@ async def test_version_error_on_reconnect_is_permanent(autojump_clock: trio.abc.
                 while not any(isinstance(e, Closed) for e in events):
                     await trio.sleep(0.1)
     assert supply.attempts == 2  # never retried
-    assert events[-1] == Closed("reconnect-failed")
+    closed = events[-1]
+    assert isinstance(closed, Closed)
+    assert closed.reason == "reconnect-failed"
+    assert isinstance(closed.error, VersionError)
 
 
 async def test_close_stops_a_reconnect_in_progress(autojump_clock: trio.abc.Clock) -> None:

@@ -314,3 +314,21 @@ async def test_a_failed_write_ends_the_transport_and_is_never_silent() -> None:
                 while not any(isinstance(e, Closed) for e in events):
                     await trio.sleep(0.01)
     assert Disconnected(1, "write-failed") in events
+
+
+async def test_a_raising_event_callback_never_breaks_the_connection() -> None:
+    def raising(event: Event) -> None:
+        raise RuntimeError("embedder bug")
+
+    conn, peer = memory_connection(on_event=raising)
+    with capture_logs() as logs, trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(peer.handshake)
+            async with conn:
+                await peer.send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+                await peer.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+                assert await peer.recv() == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    assert [e["kind"] for e in logs if e["event"] == "event callback failed"][:2] == [
+        "Connected",
+        "ServerNotification",
+    ]

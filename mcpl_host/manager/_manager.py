@@ -1,0 +1,316 @@
+"""ConnectionManager: many servers from one configuration, each supervised on its own."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any, Final
+
+import trio
+from msgspec import UNSET
+
+from ..config import load_config
+from ..connection import (
+    DEFAULT_INITIALIZE_TIMEOUT,
+    DEFAULT_MAX_SERVER_REQUESTS,
+    DEFAULT_REQUEST_TIMEOUT,
+    Connection,
+    TransportFactory,
+)
+from ..events import EventCallback
+from ..protocol.errors import ConfigurationError, McplHostError
+from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
+from ..protocol.profiles import validate_allowlist
+from ..reconnect import Reconnect
+from ..responder import Handler
+from ..transports.targets import Target
+from ._server import ManagedServer, ManagerEventCallback
+from ._specs import ServerSpec, managed_server
+from .errors import ServerUnavailable, UnknownServer, UnknownTool
+from .naming import TOOL_SEPARATOR, ToolEntry
+from .status import ServerStatus
+from .tools import ToolListing, gather_tools
+
+__all__ = ["DEFAULT_RECONNECT", "ConnectionManager"]
+
+DEFAULT_RECONNECT: Final = Reconnect()
+
+
+class ConnectionManager:
+    """Connections to many servers, each supervised in its own task.
+
+    ``servers`` maps names to :data:`ServerSpec` values, or is the path of an
+    ``mcpServers`` config file (:func:`mcpl_host.config.load_config`). Open it as an async
+    context manager (it owns its nursery)::
+
+        async with ConnectionManager("servers.json") as manager:
+            listing = await manager.list_tools()
+
+    or run it in a nursery of yours: ``manager = await nursery.start(ConnectionManager(
+    ...).run)``, then ``await manager.aclose()``. Neither ever fails because a server
+    does: that server's status says why (``failed``, or ``connecting`` while its first
+    connect is retried).
+
+    ``reconnect`` is used twice per server: to retry the first connect, then as the
+    Connection's own policy once connected (``None``: one attempt, and a lost transport
+    ends the server). The other options are the Connection's, given to every server.
+    ``on_event(name, event)`` gets every connection event with its server's name;
+    ``on_status(status)`` every change of a server's :class:`ServerStatus`. Both are
+    called synchronously and must be quick; an exception from either is logged.
+    ``tool_separator`` joins server and tool in aggregated tool names.
+    """
+
+    def __init__(
+        self,
+        servers: Mapping[str, ServerSpec] | str | os.PathLike[str],
+        *,
+        reconnect: Reconnect | None = DEFAULT_RECONNECT,
+        versions: list[str] | tuple[str, ...] | None = None,
+        client_info: Mapping[str, Any] | None = None,
+        handlers: Mapping[str, Handler] | None = None,
+        roots: Handler | None = None,
+        sampling: Handler | None = None,
+        elicitation: Handler | None = None,
+        initialize_timeout: float = DEFAULT_INITIALIZE_TIMEOUT,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
+        secrets: tuple[str, ...] = (),
+        on_event: ManagerEventCallback | None = None,
+        on_status: Callable[[ServerStatus], None] | None = None,
+        tool_separator: str = TOOL_SEPARATOR,
+    ) -> None:
+        """Raises :class:`~mcpl_host.ConfigurationError` when the config file cannot be
+        read or holds a malformed entry, for an unknown revision in ``versions``, or an
+        empty ``tool_separator``; ``TypeError`` for a server given as something else
+        than a :data:`ServerSpec`. A server's own trouble (a bad target string, a
+        ``problem`` in its config entry) is not raised: that server is ``failed``."""
+        if isinstance(servers, (str, os.PathLike)):
+            servers = load_config(servers)
+        validate_allowlist(versions)  # once for all: every server would refuse it
+        if not tool_separator:
+            raise ConfigurationError("tool_separator must not be empty")
+        # Checked against Connection's signature here, once, rather than per attempt.
+        self._new_connection = functools.partial(
+            Connection,
+            versions=versions,
+            client_info=client_info,
+            handlers=handlers,
+            roots=roots,
+            sampling=sampling,
+            elicitation=elicitation,
+            initialize_timeout=initialize_timeout,
+            request_timeout=request_timeout,
+            max_message_bytes=max_message_bytes,
+            max_server_requests=max_server_requests,
+            secrets=secrets,
+            reconnect=reconnect,
+        )
+        # The manager comes up once every first attempt has ended, and an attempt is
+        # bounded by the handshake's timeout (a connect that hangs is not, hence this).
+        self._ready_timeout = initialize_timeout
+        self._separator = tool_separator
+        self._servers = {
+            name: managed_server(
+                name,
+                spec,
+                policy=reconnect,
+                make_connection=self._connect,
+                on_event=on_event,
+                on_status=on_status,
+            )
+            for name, spec in servers.items()
+        }
+        self._routes: dict[str, ToolEntry] = {}
+        self._running = False
+        self._closing = False
+        self._closed = trio.Event()
+        self._own_nursery: Any = None
+
+    def _connect(
+        self, name: str, target: Target | str | TransportFactory, on_event: EventCallback
+    ) -> Connection:
+        return self._new_connection(target, name=name, on_event=on_event)
+
+    # -- lifetime ------------------------------------------------------------------------
+
+    async def __aenter__(self) -> ConnectionManager:
+        self._own_nursery = trio.open_nursery()
+        nursery = await self._own_nursery.__aenter__()
+        try:
+            await nursery.start(self.run)
+        except BaseException:
+            nursery.cancel_scope.cancel()
+            await self._own_nursery.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        await self.aclose()
+        # The supervisors never raise, so the nursery has nothing to report; the body's
+        # own exception propagates as itself, not wrapped in a group.
+        await self._own_nursery.__aexit__(None, None, None)
+        return False
+
+    async def run(
+        self, *, task_status: trio.TaskStatus[ConnectionManager] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Supervise every server until :meth:`aclose`; use with ``nursery.start``.
+
+        Reports started once each server's first connect attempt has ended (connected,
+        failed, or to be retried), or after ``initialize_timeout`` at most. Never raises
+        for a server's failure; raises ``RuntimeError`` when run a second time.
+        """
+        if self._running:
+            raise RuntimeError("a ConnectionManager runs once")
+        self._running = True
+        async with trio.open_nursery() as nursery:
+            for server in self._servers.values():
+                nursery.start_soon(server.supervise)
+            with trio.move_on_after(self._ready_timeout):
+                for server in self._servers.values():
+                    await server.first_attempt.wait()
+            task_status.started(self)
+
+    async def aclose(self) -> None:
+        """Close every server, concurrently: connecting ones stop trying, connected and
+        reconnecting ones are closed (pending requests fail with ConnectionClosed, stdio
+        servers are stopped and reaped). Idempotent, safe from any task, never raises."""
+        if self._closing:
+            await self._closed.wait()
+            return
+        self._closing = True
+        with trio.CancelScope(shield=True):
+            async with trio.open_nursery() as nursery:
+                for server in self._servers.values():
+                    nursery.start_soon(server.close)
+        self._closed.set()
+
+    async def close_server(self, name: str) -> None:
+        """Close one server (as :meth:`aclose` does for all); its status becomes
+        ``closed`` unless it is ``failed`` or ``disabled``. Idempotent.
+
+        Raises :class:`UnknownServer` for a name that is not configured.
+        """
+        await self._server(name).close()
+
+    # -- servers -------------------------------------------------------------------------
+
+    def status(self) -> dict[str, ServerStatus]:
+        """Every server's status, by name, in configuration order."""
+        return {name: server.status for name, server in self._servers.items()}
+
+    def connection(self, name: str) -> Connection:
+        """The server's Connection, when it is ``connected`` or ``reconnecting`` (a
+        request made then waits, within its timeout, for the new transport).
+
+        Raises :class:`UnknownServer`, or :class:`ServerUnavailable` (a
+        :class:`~mcpl_host.ConnectionClosed`) carrying the state and the last error.
+        """
+        server = self._server(name)
+        status = server.status
+        if status.usable and server.connection is not None:
+            return server.connection
+        raise ServerUnavailable(name, status.state, status.error)
+
+    async def request(
+        self,
+        name: str,
+        method: str,
+        params: Any = UNSET,
+        *,
+        timeout: float | None = None,
+        on_progress: Any = None,
+        progress_resets_timeout: bool = False,
+        max_timeout: float | None = None,
+        rebind: bool | None = None,
+    ) -> Any:
+        """``connection(name).request(method, params, ...)``: the result as plain JSON.
+
+        Raises what :meth:`connection` raises, then what
+        :meth:`mcpl_host.Connection.request` raises (RequestError, RequestTimeout,
+        ConnectionClosed, ProtocolError).
+        """
+        return await self.connection(name).request(
+            method,
+            params,
+            timeout=timeout,
+            on_progress=on_progress,
+            progress_resets_timeout=progress_resets_timeout,
+            max_timeout=max_timeout,
+            rebind=rebind,
+        )
+
+    def _server(self, name: str) -> ManagedServer:
+        try:
+            return self._servers[name]
+        except KeyError:
+            raise UnknownServer(name) from None
+
+    # -- tools ---------------------------------------------------------------------------
+
+    async def list_tools(self, *, timeout: float | None = None) -> ToolListing:
+        """Every connected server's tools, pagination followed, concurrently, each under
+        an aggregated name (``server__tool``; see :mod:`mcpl_host.manager.naming`).
+
+        Servers that are not connected, or whose listing failed, are in the result's
+        ``errors``; nothing is raised for them. ``timeout`` bounds each page's request
+        (default: the request timeout). The names are remembered for :meth:`call_tool`.
+        """
+        servers: dict[str, Connection | McplHostError] = {}
+        for name, server in self._servers.items():
+            status = server.status
+            if status.state == "connected" and server.connection is not None:
+                servers[name] = server.connection
+            else:
+                servers[name] = ServerUnavailable(name, status.state, status.error)
+        listing = await gather_tools(servers, timeout=timeout, separator=self._separator)
+        self._routes = {entry.name: entry for entry in listing.tools}
+        return listing
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: Any = None,
+        progress_resets_timeout: bool = False,
+        max_timeout: float | None = None,
+        rebind: bool | None = None,
+    ) -> Any:
+        """Call the tool with aggregated name ``name`` on its server, under the server's
+        own name for it (``arguments`` left out when None); return the result (a tool's
+        own failure is a result with ``isError``, not an exception).
+
+        A name the last :meth:`list_tools` did not give is looked up once more with a
+        fresh listing. Raises :class:`UnknownTool` when it is still not there, what
+        :meth:`connection` raises when its server is down, and what
+        :meth:`mcpl_host.Connection.request` raises.
+        """
+        entry = self._routes.get(name)
+        if entry is None:
+            await self.list_tools(timeout=timeout)
+            entry = self._routes.get(name)
+            if entry is None:
+                raise UnknownTool(name)
+        params: dict[str, Any] = {"name": entry.tool}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        return await self.request(
+            entry.server,
+            "tools/call",
+            params,
+            timeout=timeout,
+            on_progress=on_progress,
+            progress_resets_timeout=progress_resets_timeout,
+            max_timeout=max_timeout,
+            rebind=rebind,
+        )

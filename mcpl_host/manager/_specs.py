@@ -1,0 +1,63 @@
+"""How servers are given to the manager, and the supervisor each one gets."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeAlias
+
+from ..config import ServerConfig
+from ..connection import TransportFactory
+from ..protocol.errors import ConfigurationError
+from ..reconnect import Reconnect
+from ..transports.targets import StdioTarget, Target, TcpTarget, UnixTarget
+from ._server import ConnectionMaker, ManagedServer, ManagerEventCallback
+from .status import ServerStatus
+
+__all__ = ["ServerSpec", "managed_server"]
+
+ServerSpec: TypeAlias = ServerConfig | Target | str | TransportFactory
+"""How a server is given: a config entry, a target (``"tcp://HOST:PORT"`` and
+``"unix:PATH"`` strings too), or an async callable opening a transport (what
+``mcpl_host.testing``'s memory mode gives, which a ServerConfig cannot hold)."""
+
+
+def managed_server(
+    name: str,
+    spec: ServerSpec,
+    *,
+    policy: Reconnect | None,
+    make_connection: ConnectionMaker,
+    on_event: ManagerEventCallback | None,
+    on_status: Callable[[ServerStatus], None] | None,
+) -> ManagedServer:
+    """The supervisor for one named server (disabled, failed for its config's
+    ``problem``, or to be connected).
+
+    Raises ``TypeError`` when ``spec`` is not a :data:`ServerSpec`.
+    """
+    target: Target | str | TransportFactory | None
+    problem: ConfigurationError | None = None
+    disabled = False
+    if isinstance(spec, ServerConfig):
+        target, disabled = spec.target, spec.disabled
+        if spec.problem is not None or target is None:
+            problem = ConfigurationError(
+                f"{spec.source}: {spec.problem or 'no target'}", server=name
+            )
+    elif isinstance(spec, (StdioTarget, TcpTarget, UnixTarget, str)) or callable(spec):
+        target = spec
+    else:
+        raise TypeError(
+            f"server {name!r}: expected a ServerConfig, a target or a transport factory,"
+            f" not {type(spec).__name__}"
+        )
+    return ManagedServer(
+        name,
+        target,
+        problem=problem,
+        disabled=disabled,
+        policy=policy,
+        make_connection=make_connection,
+        on_event=on_event,
+        on_status=on_status,
+    )

@@ -1,0 +1,134 @@
+"""The aggregated tool list: every connected server's ``tools/list``, page after page and
+server beside server, named by :mod:`.naming`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import structlog
+import trio
+from msgspec import UNSET
+
+from ..connection import Connection
+from ..protocol.errors import McplHostError, ProtocolError
+from .naming import TOOL_SEPARATOR, ToolEntry, qualify
+
+__all__ = ["MAX_PAGES", "ToolListing", "gather_tools", "list_server_tools"]
+
+_log = structlog.get_logger("mcpl_host.manager")
+
+MAX_PAGES: Final = 1000
+"""A server handing out new cursors forever must not keep the manager listing forever."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolListing:
+    """What ``ConnectionManager.list_tools()`` found.
+
+    ``tools``: every tool of every server that answered, in configuration order, each
+    with its aggregated name. ``errors``: by server name, why that server's tools are
+    missing or incomplete (not connected: :class:`~mcpl_host.manager.ServerUnavailable`;
+    its ``tools/list`` failed; a cursor repeated). A server absent from ``errors`` is
+    listed in full.
+    """
+
+    tools: list[ToolEntry] = field(default_factory=list)
+    errors: dict[str, McplHostError] = field(default_factory=dict)
+
+    def names(self) -> list[str]:
+        """The aggregated names, in order."""
+        return [entry.name for entry in self.tools]
+
+
+async def gather_tools(
+    servers: Mapping[str, Connection | McplHostError],
+    *,
+    timeout: float | None = None,
+    separator: str = TOOL_SEPARATOR,
+    max_pages: int = MAX_PAGES,
+) -> ToolListing:
+    """List the tools of every server given a Connection, concurrently; a server given
+    an error instead is reported with it. Never raises a
+    :class:`~mcpl_host.McplHostError`: every server's trouble ends in ``errors``."""
+    listings: dict[str, list[dict[str, Any]]] = {}
+    errors: dict[str, McplHostError] = {}
+
+    async def one(name: str, conn: Connection) -> None:
+        tools, error = await list_server_tools(conn, timeout=timeout, max_pages=max_pages)
+        listings[name] = tools
+        if error is not None:
+            errors[name] = error
+
+    async with trio.open_nursery() as nursery:
+        for name, conn in servers.items():
+            if isinstance(conn, Connection):
+                nursery.start_soon(one, name, conn)
+            else:
+                errors[name] = conn
+    order: Sequence[str] = list(servers)
+    return ToolListing(
+        qualify(order, listings, separator=separator),
+        {name: errors[name] for name in order if name in errors},
+    )
+
+
+async def list_server_tools(
+    conn: Connection, *, timeout: float | None = None, max_pages: int = MAX_PAGES
+) -> tuple[list[dict[str, Any]], McplHostError | None]:
+    """Follow ``nextCursor`` from the first page to the last; return the tools and, when
+    the list is incomplete, why (never raises a :class:`~mcpl_host.McplHostError`).
+
+    The error is the request's own (:class:`~mcpl_host.RequestError`,
+    :class:`~mcpl_host.RequestTimeout`, :class:`~mcpl_host.ConnectionClosed`) or a
+    :class:`~mcpl_host.ProtocolError`: a page that is not ``{"tools": [...]}``, a cursor
+    that is not a string, a cursor given twice (following it would loop), or more than
+    ``max_pages`` pages. The tools of the pages read before it are kept. Entries that are
+    not objects with a string ``name`` are left out, and so is a name already listed by
+    this server (``tools/call`` could not tell the two apart), each with a warning.
+    """
+    log = _log.bind(server=conn.name)
+    tools: list[dict[str, Any]] = []
+    names: set[str] = set()
+    seen: set[str] = set()
+    cursor: str | None = None
+    for _ in range(max_pages):
+        # The first page without params, as mcpl_host.pagination asks for it.
+        params: Any = UNSET if cursor is None else {"cursor": cursor}
+        try:
+            page = await conn.request("tools/list", params, timeout=timeout)
+        except McplHostError as exc:
+            return tools, exc
+        if not isinstance(page, dict) or not isinstance(page.get("tools"), list):
+            return tools, ProtocolError(
+                "the answer to tools/list has no 'tools' list", server=conn.name
+            )
+        for tool in page["tools"]:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            if not isinstance(name, str):
+                log.warning("tool left out", reason="not an object with a string name")
+            elif name in names:
+                log.warning(
+                    "tool left out", reason="listed twice", tool=conn.redactor.log_value(name)
+                )
+            else:
+                names.add(name)
+                tools.append(tool)
+        cursor = page.get("nextCursor")
+        if cursor is None:
+            return tools, None
+        if not isinstance(cursor, str):
+            return tools, ProtocolError(
+                "tools/list gave a nextCursor that is not a string", server=conn.name
+            )
+        if cursor in seen:
+            return tools, ProtocolError(
+                f"tools/list gave cursor {conn.redactor.log_value(cursor)} a second time;"
+                " stopped there rather than loop",
+                server=conn.name,
+            )
+        seen.add(cursor)
+    return tools, ProtocolError(
+        f"tools/list went on past {max_pages} pages; stopped there", server=conn.name
+    )

@@ -1,0 +1,82 @@
+"""A manager built from an mcpServers file, with real stdio servers: the bundled demo,
+a missing program, a disabled entry and one the host cannot reach yet."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from mcpl_host import ConfigurationError, SpawnError
+from mcpl_host.events import Event
+from mcpl_host.manager import ConnectionManager, ServerUnavailable
+from mcpl_host.transports.stdio import StdioTransport
+
+from .helpers import StatusLog
+
+
+def _write_config(path: Path) -> Path:
+    config = {
+        "mcpServers": {
+            "demo": {"command": sys.executable, "args": ["-m", "mcpl_host.demo"]},
+            "missing": {"command": str(path.parent / "no-such-program")},
+            "off": {"command": sys.executable, "args": ["-m", "mcpl_host.demo"], "disabled": True},
+            "remote": {"url": "https://example.invalid/mcp"},
+        }
+    }
+    file = path / "servers.json"
+    file.write_text(json.dumps(config))
+    return file
+
+
+async def test_a_config_file_with_good_missing_disabled_and_unreachable_servers(
+    tmp_path: Path,
+) -> None:
+    events: list[tuple[str, Event]] = []
+    log = StatusLog()
+    with trio.fail_after(20):
+        async with ConnectionManager(
+            _write_config(tmp_path),
+            on_event=lambda name, event: events.append((name, event)),
+            on_status=log,
+            request_timeout=10,
+        ) as manager:
+            status = manager.status()
+            assert list(status) == ["demo", "missing", "off", "remote"]
+            assert status["demo"].state == "connected"
+            assert status["demo"].server_info["name"] == "mcpl-host-demo"
+            assert status["missing"].state == "connecting"  # retried: it may be installed yet
+            assert isinstance(status["missing"].error, SpawnError)
+            assert status["off"].state == "disabled"
+            assert status["remote"].state == "failed"
+            assert isinstance(status["remote"].error, ConfigurationError)
+            assert "https:// servers are not supported yet" in str(status["remote"].error)
+
+            listing = await manager.list_tools()
+            assert {"demo__echo", "demo__add"} <= set(listing.names())
+            assert {entry.server for entry in listing.tools} == {"demo"}
+            assert list(listing.errors) == ["missing", "off", "remote"]
+            assert all(isinstance(e, ServerUnavailable) for e in listing.errors.values())
+            result = await manager.call_tool("demo__add", {"a": 2, "b": 40})
+            assert result["content"][0]["text"] == "42"
+            transport = manager.connection("demo").transport
+            assert isinstance(transport, StdioTransport)
+            pid = transport.process.pid
+    assert manager.status()["demo"].state == "closed"
+    assert {name for name, _ in events} == {"demo"}  # the disabled one never started
+    assert log.states("off") == ["disabled"]
+    with pytest.raises(ProcessLookupError):  # the demo server was stopped and reaped
+        os.kill(pid, 0)
+
+
+def test_a_bad_config_file_is_the_constructors_error(tmp_path: Path) -> None:
+    file = tmp_path / "bad.json"
+    file.write_text('{"mcpServers": {"x": {"args": []}}}')
+    with pytest.raises(ConfigurationError, match=r"bad\.json"):
+        ConnectionManager(file)
+    with pytest.raises(ConfigurationError, match="cannot read"):
+        ConnectionManager(str(tmp_path / "absent.json"))

@@ -1,0 +1,188 @@
+"""The aggregated tool list: names across servers, collisions, pagination, servers that
+are down, and call_tool's routing (memory mode, autojump clock)."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from mcpl_host import ProtocolError, RequestError, VersionError
+from mcpl_host.manager import ConnectionManager, ServerUnavailable, UnknownTool
+from mcpl_host.manager.tools import list_server_tools
+from mcpl_host.testing import Script, serve
+
+from .helpers import POLICY, speaking_an_old_revision, text, tool
+
+
+async def test_tools_of_every_server_under_unambiguous_names(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    alpha = (
+        Script()
+        .handshake()
+        .expect("tools/list")
+        .reply({"tools": [tool("echo"), tool("add")]})
+        .expect("tools/call", {"name": "echo", "arguments": {"text": "from alpha"}})
+        .reply(text("alpha says hi"))
+        .expect_close()
+    )
+    beta = (  # two pages, and the same tool name as alpha's
+        Script()
+        .handshake()
+        .expect("tools/list")
+        .reply({"tools": [tool("echo")], "nextCursor": "page-2"})
+        .expect("tools/list", {"cursor": "page-2"})
+        .reply({"tools": [tool("sum", annotations={"readOnlyHint": True})]})
+        .expect("tools/call", {"name": "sum", "arguments": {"a": 1}})
+        .reply_error(-32602, "b is missing")
+        .expect_close()
+    )
+    # Server "x" with tool "y__z" and server "x__y" with tool "z": both are "x__y__z".
+    x = Script().handshake().expect("tools/list").reply({"tools": [tool("y__z")]}).expect_close()
+    x_y = (
+        Script()
+        .handshake()
+        .expect("tools/list")
+        .reply({"tools": [tool("z")]})
+        .expect("tools/call", {"name": "z"})
+        .reply(text("z of x__y"))
+        .expect_close()
+    )
+    with trio.fail_after(60):
+        async with (
+            serve(alpha) as a,
+            serve(beta) as b,
+            serve(x) as xs,
+            serve(x_y) as xys,
+            serve(speaking_an_old_revision()) as old,
+        ):
+            servers = {
+                "alpha": a.target,
+                "beta": b.target,
+                "old": old.target,
+                "x": xs.target,
+                "x__y": xys.target,
+            }
+            async with ConnectionManager(
+                servers, reconnect=POLICY, versions=["2025-11-25"]
+            ) as manager:
+                listing = await manager.list_tools()
+                assert listing.names() == [
+                    "alpha__echo",
+                    "alpha__add",
+                    "beta__echo",
+                    "beta__sum",
+                    "x__y__z_4",  # suffixed by each server's place in the configuration
+                    "x__y__z_5",
+                ]
+                assert [(e.server, e.tool) for e in listing.tools] == [
+                    ("alpha", "echo"),
+                    ("alpha", "add"),
+                    ("beta", "echo"),
+                    ("beta", "sum"),
+                    ("x", "y__z"),
+                    ("x__y", "z"),
+                ]
+                assert listing.tools[3].definition == tool(
+                    "sum", annotations={"readOnlyHint": True}
+                )
+                # The server that is down is reported, not raised.
+                assert list(listing.errors) == ["old"]
+                assert isinstance(listing.errors["old"], ServerUnavailable)
+                assert isinstance(listing.errors["old"].__cause__, VersionError)
+
+                result = await manager.call_tool("alpha__echo", {"text": "from alpha"})
+                assert result == text("alpha says hi")
+                with pytest.raises(RequestError) as refused:
+                    await manager.call_tool("beta__sum", {"a": 1})
+                assert refused.value.code == -32602
+                assert await manager.call_tool("x__y__z_5") == text("z of x__y")
+            for server in (a, b, xs, xys):
+                await server.wait_done()
+    first_page, second_page = b.record.requests("tools/list")
+    assert "params" not in first_page
+    assert second_page["params"] == {"cursor": "page-2"}
+    # Each server saw only its own tool's original name.
+    a.record.assert_sent("tools/call", {"name": "echo", "arguments": {"text": "from alpha"}})
+    assert xs.record.requests("tools/call") == []
+
+
+async def test_an_unknown_name_is_looked_up_once_more_then_refused(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    script = (
+        Script()
+        .handshake()
+        .expect("tools/list")
+        .reply({"tools": [tool("echo")]})
+        .expect("tools/list")  # call_tool's fresh look, before giving up
+        .reply({"tools": [tool("echo")]})
+        .expect("tools/list")  # a tool that appeared since the last listing
+        .reply({"tools": [tool("echo"), tool("new")]})
+        .expect("tools/call", {"name": "new", "arguments": {}})
+        .reply(text("new"))
+        .expect_close()
+    )
+    with trio.fail_after(60):
+        async with serve(script) as server:
+            async with ConnectionManager({"s": server.target}) as manager:
+                assert (await manager.list_tools()).names() == ["s__echo"]
+                with pytest.raises(UnknownTool) as unknown:
+                    await manager.call_tool("s__nope", {})
+                assert unknown.value.name == "s__nope"
+                assert await manager.call_tool("s__new", {}) == text("new")
+            await server.wait_done()
+
+
+async def test_pagination_never_loops_and_keeps_what_it_read(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    looping = (
+        Script()
+        .handshake()
+        .expect("tools/list")
+        .reply({"tools": [tool("one")], "nextCursor": "again"})
+        .expect("tools/list", {"cursor": "again"})
+        .reply({"tools": [tool("two"), tool("one"), {"no": "name"}], "nextCursor": "again"})
+        .expect_close()
+    )
+    broken = Script().handshake().expect("tools/list").reply({"items": []}).expect_close()
+    erroring = (
+        Script().handshake().expect("tools/list").reply_error(-32601, "no tools").expect_close()
+    )
+    with trio.fail_after(60):
+        async with serve(looping) as loop, serve(broken) as bad, serve(erroring) as err:
+            servers = {"loop": loop.target, "bad": bad.target, "err": err.target}
+            async with ConnectionManager(servers) as manager:
+                listing = await manager.list_tools()
+            for server in (loop, bad, err):
+                await server.wait_done()
+    # Both pages were read, the repeated cursor was not followed, the duplicate "one"
+    # and the nameless entry were left out.
+    assert listing.names() == ["loop__one", "loop__two"]
+    assert len(loop.record.requests("tools/list")) == 2
+    assert isinstance(listing.errors["loop"], ProtocolError)
+    assert "a second time" in str(listing.errors["loop"])
+    assert isinstance(listing.errors["bad"], ProtocolError)
+    assert isinstance(listing.errors["err"], RequestError)
+    assert list(listing.errors) == ["loop", "bad", "err"]
+
+
+async def test_endless_new_cursors_stop_at_the_page_limit(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    script = Script().handshake()
+    for page in range(3):
+        params = None if page == 0 else {"cursor": f"c{page}"}
+        script.expect("tools/list", params).reply(
+            {"tools": [tool(f"t{page}")], "nextCursor": f"c{page + 1}"}
+        )
+    script.expect_close()
+    with trio.fail_after(60):
+        async with serve(script) as server:
+            async with ConnectionManager({"s": server.target}) as manager:
+                tools, error = await list_server_tools(manager.connection("s"), max_pages=3)
+            await server.wait_done()
+    assert [t["name"] for t in tools] == ["t0", "t1", "t2"]
+    assert isinstance(error, ProtocolError)
+    assert "3 pages" in str(error)
