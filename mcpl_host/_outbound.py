@@ -58,6 +58,8 @@ class Outbound:
         self.timeouts = TimeoutWatch()
         self._unsent: list[Pending] = []  # waiting for a transport
         self._tool_hints = ToolHints()
+        self._notices = 0  # notifications/cancelled still being written
+        self._notices_done = trio.Event()
 
     async def call(
         self,
@@ -162,6 +164,7 @@ class Outbound:
     def _spawn_cancel_notice(self, epoch: Epoch, request_id: int, reason: str) -> None:
         # Run in the connection's nursery: the caller may be cancelled already, and the
         # notice must not make it wait.
+        self._notices += 1  # counted now: close() must wait even before the task runs
         self._spawn(self._send_cancelled, epoch, request_id, reason)
 
     def remember_abandoned(self, request_id: int, reason: str) -> None:
@@ -176,12 +179,25 @@ class Outbound:
                 params={"requestId": request_id, "reason": reason},
             )
         )
-        with trio.CancelScope(shield=True) as scope:
-            scope.deadline = trio.current_time() + _CANCEL_NOTICE_BOUND
-            # If the transport is gone, so is the request: nothing to tell.
-            with contextlib.suppress(ConnectionClosed):
-                await epoch.write(line)
+        try:
+            with trio.CancelScope(shield=True) as scope:
+                scope.deadline = trio.current_time() + _CANCEL_NOTICE_BOUND
+                # If the transport is gone, so is the request: nothing to tell.
+                with contextlib.suppress(ConnectionClosed):
+                    await epoch.write(line)
+        finally:
+            self._notices -= 1
+            if not self._notices:
+                self._notices_done.set()
+                self._notices_done = trio.Event()
         epoch.log.debug("cancel sent", request_id=request_id, reason=reason)
+
+    async def flush_notices(self) -> None:
+        """Wait (bounded) for the cancel notices already started: closing right after a
+        timeout must not beat the notice to the wire."""
+        with trio.move_on_after(_CANCEL_NOTICE_BOUND):
+            while self._notices:
+                await self._notices_done.wait()
 
     async def resend(self, epoch: Epoch) -> None:
         """Send the requests that wait for a transport, oldest call first, with new ids."""

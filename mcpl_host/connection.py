@@ -286,6 +286,7 @@ class Connection:
             return
         self._closing = True
         with trio.CancelScope(shield=True):
+            await self._outbound.flush_notices()
             if self._reconnect_scope is not None:
                 self._reconnect_scope.cancel()
             if self._epoch is not None:

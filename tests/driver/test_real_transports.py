@@ -70,7 +70,7 @@ async def test_stdio_demo_server_calls_and_concurrency() -> None:
         async with Connection(StdioTarget.of(DEMO), on_event=events.append) as conn:
             assert conn.server_info["name"] == "mcpl-host-demo"
             tools = await conn.request("tools/list")
-            assert [t["name"] for t in tools["tools"]] == ["echo", "add", "sleep"]
+            assert [t["name"] for t in tools["tools"]] == ["echo", "add", "sleep", "countdown"]
             result = await conn.request(
                 "tools/call", {"name": "add", "arguments": {"a": 2, "b": 40}}
             )

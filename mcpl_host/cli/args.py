@@ -1,0 +1,294 @@
+"""The command line: ``mcpl-host connect|call [options] TARGET``, parsed into :class:`Options`.
+
+``--`` starts a stdio server's command line, which is taken as is: it is split off
+before argparse sees anything, so the server's own ``--flags`` never reach our parser
+(argparse's handling of ``--`` also differs between Python versions).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, NoReturn
+
+import msgspec
+
+__all__ = ["DEFAULT_TIMEOUT", "Call", "Options", "UsageError", "env_values", "parse", "wants_json"]
+
+DEFAULT_TIMEOUT: Final = 30.0
+_STDIO_MARK: Final = "--"
+
+
+class UsageError(Exception):
+    """The command line is wrong. ``usage`` is the usage text of the command concerned."""
+
+    def __init__(self, message: str, usage: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.usage = usage
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """The one request ``mcpl-host call`` makes: its method and params."""
+
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """A parsed command line. Exactly one way of naming the target is set."""
+
+    command: str
+    json: bool = False
+    versions: tuple[str, ...] | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    env: dict[str, str] = field(default_factory=dict)
+    trace: bool = False
+    verbosity: int = 0
+    url: str | None = None
+    stdio: tuple[str, ...] | None = None
+    config: str | None = None
+    server: str | None = None
+    all_servers: bool = False
+    demo: bool = False
+    call: Call | None = None
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so that ``--json`` can still answer
+    with one JSON object (argparse's own exit status for usage errors is 2 as well)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, self.format_usage())
+
+
+def _env_entry(text: str) -> tuple[str, str]:
+    # The value is never repeated in a message: it is where credentials go.
+    name, eq, value = text.partition("=")
+    if not eq or not name:
+        raise argparse.ArgumentTypeError("expected KEY=VALUE (a name, '=', then the value)")
+    return name, value
+
+
+def _timeout(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError("the timeout must be a positive number of seconds")
+    return seconds
+
+
+def _versions(text: str) -> tuple[str, ...]:
+    versions = tuple(v.strip() for v in text.split(",") if v.strip())
+    if not versions:
+        raise argparse.ArgumentTypeError("give at least one revision, e.g. 2025-06-18")
+    return versions
+
+
+def _add_common(parser: argparse.ArgumentParser, *, many: bool) -> None:
+    """The options both commands take; ``--all`` only where several servers make sense."""
+    out = parser.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    out.add_argument(
+        "--trace",
+        action="store_true",
+        help="log every wire line on stderr (redacted, escaped, cut)",
+    )
+    out.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log more on stderr (-v: info, -vv: debug)",
+    )
+    conn = parser.add_argument_group("connection")
+    conn.add_argument(
+        "--versions",
+        type=_versions,
+        metavar="V1,V2",
+        help="the protocol revisions allowed (default: all implemented; the newest is offered)",
+    )
+    conn.add_argument(
+        "--timeout",
+        type=_timeout,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"bound for opening, the handshake and each request (default {DEFAULT_TIMEOUT:g})",
+    )
+    conn.add_argument(
+        "--env",
+        type=_env_entry,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="environment variable for a stdio server (repeatable); its value is redacted",
+    )
+    where = parser.add_argument_group(
+        "target (one of)",
+        "TARGET is tcp://HOST:PORT or unix:PATH; or '-- CMD [ARGS...]' for a stdio server "
+        "(last on the line: everything after -- is the server's command line)",
+    )
+    where.add_argument("url", nargs="?", metavar="TARGET", help="tcp://HOST:PORT or unix:PATH")
+    where.add_argument("--demo", action="store_true", help="the bundled demo server")
+    where.add_argument(
+        "--config", metavar="FILE", help="an mcpServers JSON file (with --server or --all)"
+    )
+    where.add_argument("--server", metavar="NAME", help="the server of --config to use")
+    if many:
+        where.add_argument(
+            "--all", dest="all_servers", action="store_true", help="every server of --config"
+        )
+    else:
+        parser.set_defaults(all_servers=False)
+
+
+def _build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
+    """The parser and its subcommands' parsers (for errors that concern one of them)."""
+    parser = _Parser(
+        prog="mcpl-host",
+        allow_abbrev=False,
+        description="Connect to an MCP server and show what it offers, or make one request.",
+        epilog="Exit status: 0 success, 1 the server or transport failed, 2 bad usage or "
+        "configuration. See docs/cli.md.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    connect = commands.add_parser(
+        "connect",
+        help="handshake, then list tools, resources, templates and prompts",
+        description="Run the handshake, list what the server advertises, and report.",
+        allow_abbrev=False,
+    )
+    _add_common(connect, many=True)
+    call = commands.add_parser(
+        "call",
+        help="make one request (a tool call, a resource read, a prompt get)",
+        description="Run the handshake, make one request, and print its result.",
+        allow_abbrev=False,
+    )
+    _add_common(call, many=False)
+    what = call.add_argument_group("the request (one of)")
+    what.add_argument("--tool", metavar="NAME", help="tools/call this tool")
+    what.add_argument("--resource", metavar="URI", help="resources/read this URI")
+    what.add_argument("--prompt", metavar="NAME", help="prompts/get this prompt")
+    what.add_argument(
+        "--args", metavar="JSON", help="the tool's or prompt's arguments, a JSON object"
+    )
+    return parser, {"connect": connect, "call": call}
+
+
+def parse(argv: Sequence[str]) -> Options:
+    """Parse a command line (without the program name).
+
+    Raises :class:`UsageError` for anything wrong with it.
+    """
+    args = list(argv)
+    stdio: tuple[str, ...] | None = None
+    if _STDIO_MARK in args:
+        cut = args.index(_STDIO_MARK)
+        args, stdio = args[:cut], tuple(args[cut + 1 :])
+    parser, commands = _build()
+    ns, unknown = parser.parse_known_args(args)
+    sub = commands[ns.command]
+    if unknown:
+        sub.error(f"unrecognized arguments: {' '.join(unknown)}")
+    given = [
+        name
+        for name, present in (
+            ("TARGET", ns.url is not None),
+            ("-- CMD", stdio is not None),
+            ("--demo", ns.demo),
+            ("--config", ns.config is not None),
+        )
+        if present
+    ]
+    if len(given) != 1:
+        problem = "no target given" if not given else f"give one target, not {' and '.join(given)}"
+        sub.error(f"{problem}: TARGET, -- CMD [ARGS...], --demo, or --config FILE")
+    if stdio is not None and not stdio:
+        sub.error("-- must be followed by the server's command")
+    if ns.config is not None and (ns.server is None) == (not ns.all_servers):
+        sub.error(
+            "--config needs exactly one of --server NAME or --all"
+            if ns.command == "connect"
+            else "--config needs --server NAME"
+        )
+    if ns.config is None and (ns.server is not None or ns.all_servers):
+        sub.error("--server and --all go with --config FILE")
+    if ns.url is not None and ns.env:
+        sub.error("--env is for stdio servers; TARGET is a socket")
+    call = _call(sub, ns) if ns.command == "call" else None
+    return Options(
+        command=ns.command,
+        json=ns.json,
+        versions=ns.versions,
+        timeout=ns.timeout,
+        env=dict(ns.env),
+        trace=ns.trace,
+        verbosity=ns.verbose,
+        url=ns.url,
+        stdio=stdio,
+        config=ns.config,
+        server=ns.server,
+        all_servers=ns.all_servers,
+        demo=ns.demo,
+        call=call,
+    )
+
+
+def _call(sub: argparse.ArgumentParser, ns: argparse.Namespace) -> Call:
+    chosen = [
+        (flag, value)
+        for flag, value in (
+            ("--tool", ns.tool),
+            ("--resource", ns.resource),
+            ("--prompt", ns.prompt),
+        )
+        if value is not None
+    ]
+    if len(chosen) != 1:
+        sub.error("call needs exactly one of --tool NAME, --resource URI or --prompt NAME")
+    flag, value = chosen[0]
+    arguments: dict[str, Any] = {}
+    if ns.args is not None:
+        if flag == "--resource":
+            sub.error("--args goes with --tool or --prompt, not --resource")
+        try:
+            decoded = msgspec.json.decode(ns.args)
+        except msgspec.DecodeError as exc:
+            sub.error(f"--args is not valid JSON ({exc})")
+        if not isinstance(decoded, dict):
+            sub.error("--args must be a JSON object")
+        arguments = decoded
+    if flag == "--tool":
+        return Call("tools/call", {"name": value, "arguments": arguments})
+    if flag == "--prompt":
+        return Call("prompts/get", {"name": value, "arguments": arguments})
+    return Call("resources/read", {"uri": value})
+
+
+def env_values(argv: Sequence[str]) -> list[str]:
+    """The ``--env`` values on a command line, found without parsing it, so that even a
+    usage error's message can be redacted. Raises nothing."""
+    values: list[str] = []
+    args = list(argv)
+    if _STDIO_MARK in args:
+        args = args[: args.index(_STDIO_MARK)]
+    for index, arg in enumerate(args):
+        if arg == "--env" and index + 1 < len(args):
+            values.append(args[index + 1].partition("=")[2])
+        elif arg.startswith("--env="):
+            values.append(arg[len("--env=") :].partition("=")[2])
+    return values
+
+
+def wants_json(argv: Sequence[str]) -> bool:
+    """Whether ``--json`` is among the options (before any ``--``). Raises nothing."""
+    args = list(argv)
+    if _STDIO_MARK in args:
+        args = args[: args.index(_STDIO_MARK)]
+    return "--json" in args

@@ -1,0 +1,54 @@
+"""Logging for the command: structlog to stderr, never stdout, with secrets masked.
+
+The library never configures logging (DESIGN 3.11); the command is the one place that
+does. Unconfigured structlog prints to stdout, which would break ``--json``'s promise
+of one object there, so :func:`configure` runs before anything can log.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any, Final, TextIO
+
+import structlog
+
+from ..protocol.redact import Redactor
+
+__all__ = ["LogMask", "configure"]
+
+_LEVELS: Final = (logging.WARNING, logging.INFO, logging.DEBUG)
+
+
+class LogMask:
+    """The redactor applied to every rendered log line, as a last line of defence.
+
+    The library already redacts what it logs with each server's redactor; this one knows
+    every secret of the command (all servers' env values included) and is replaced once
+    the targets are resolved, since the config file is read after logging starts.
+    """
+
+    def __init__(self, redactor: Redactor | None = None) -> None:
+        self.redactor = redactor or Redactor()
+
+
+def configure(verbosity: int, mask: LogMask, stream: TextIO | None = None) -> None:
+    """Send structlog's output to ``stream`` (stderr): warnings and errors by default,
+    info with ``verbosity`` 1, debug (every message on the wire) with 2 or more.
+    Raises nothing."""
+    level = _LEVELS[min(max(verbosity, 0), len(_LEVELS) - 1)]
+    console = structlog.dev.ConsoleRenderer(colors=False)
+
+    def render(logger: Any, method: str, event: structlog.typing.EventDict) -> str:
+        return mask.redactor.redact(console(logger, method, event))
+
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="%H:%M:%S", utc=False),
+            render,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
+        cache_logger_on_first_use=False,
+    )

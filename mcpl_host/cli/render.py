@@ -1,0 +1,266 @@
+"""The readable report: the same facts as ``--json``, for a person at a terminal.
+
+Everything a server wrote is shown through the redactor's ``log_value`` (secrets
+masked, control characters escaped so a server cannot drive the terminal, long text
+cut); table cells are also cut to the terminal's width. Colour only when stdout is a
+terminal and ``NO_COLOR`` is not set (https://no-color.org).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import textwrap
+from typing import Any, Final, TextIO
+
+import msgspec
+
+from ..protocol.redact import Redactor
+
+__all__ = ["Style", "render_call", "render_connect", "render_many", "terminal_width"]
+
+_WHITESPACE: Final = re.compile(r"\s+")
+_CELL_LIMIT: Final = 2000  # escaping budget for one cell, before the width cut
+_LINE_LIMIT: Final = 4000  # one line of a call's text result
+_NAME_WIDTH: Final = 32
+_MIN_WIDTH: Final = 40
+_ELLIPSIS: Final = "…"
+_PARAGRAPH_LINES: Final = 6
+_FIELD_LINES: Final = 3
+_HEADINGS: Final = (
+    ("tools", "tools"),
+    ("resources", "resources"),
+    ("resourceTemplates", "resource templates"),
+    ("prompts", "prompts"),
+)
+
+
+class Style:
+    """ANSI styling, or none."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    @classmethod
+    def for_stream(cls, stream: TextIO) -> Style:
+        """Colour when ``stream`` is a terminal and ``NO_COLOR`` is unset or empty.
+        Raises nothing."""
+        isatty = getattr(stream, "isatty", None)
+        return cls(bool(isatty and isatty()) and not os.environ.get("NO_COLOR"))
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
+
+    def bold(self, text: str) -> str:
+        return self._wrap("1", text)
+
+    def dim(self, text: str) -> str:
+        return self._wrap("2", text)
+
+    def good(self, text: str) -> str:
+        return self._wrap("32", text)
+
+    def bad(self, text: str) -> str:
+        return self._wrap("31;1", text)
+
+
+def terminal_width() -> int:
+    """The terminal's width (``COLUMNS`` wins; 100 when stdout is not a terminal), at
+    least 40. Raises nothing."""
+    return max(shutil.get_terminal_size((100, 24)).columns, _MIN_WIDTH)
+
+
+class _Writer:
+    def __init__(self, redactor: Redactor, style: Style, width: int) -> None:
+        self.redactor = redactor
+        self.style = style
+        self.width = width
+        self.lines: list[str] = []
+
+    def safe(self, value: Any, limit: int = _CELL_LIMIT) -> str:
+        """A server's value on one line: whitespace runs collapsed, redacted, escaped."""
+        text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+        return self.redactor.log_value(_WHITESPACE.sub(" ", text).strip(), limit)
+
+    def cut(self, text: str, width: int) -> str:
+        if len(text) <= width:
+            return text
+        return text[: max(width - len(_ELLIPSIS), 0)] + _ELLIPSIS
+
+    def field(self, name: str, value: str) -> None:
+        self.paragraph(name, value, _FIELD_LINES)
+
+    def paragraph(self, name: str, value: str, max_lines: int = _PARAGRAPH_LINES) -> None:
+        """A long value wrapped under its label, at most ``max_lines`` lines."""
+        label = f"{name:<13} "
+        lines = textwrap.wrap(value, max(self.width - len(label), 20)) or [""]
+        if len(lines) > max_lines:
+            lines = [
+                *lines[: max_lines - 1],
+                self.cut(lines[max_lines - 1] + " " + _ELLIPSIS, self.width),
+            ]
+        self.lines.append(self.style.bold(label) + lines[0])
+        self.lines.extend(" " * len(label) + line for line in lines[1:])
+
+    def table(self, rows: list[tuple[str, str]]) -> None:
+        names = [self.cut(self.safe(name, _NAME_WIDTH * 2), _NAME_WIDTH) for name, _ in rows]
+        column = max((len(n) for n in names), default=0)
+        room = max(self.width - 2 - column - 2, 10)
+        for name, (_, text) in zip(names, rows, strict=True):
+            described = self.cut(self.safe(text), room) if text else ""
+            self.lines.append(f"  {name:<{column}}  {self.style.dim(described)}".rstrip())
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def _head(w: _Writer, report: dict[str, Any]) -> None:
+    info = report.get("serverInfo") or {}
+    if report.get("protocolVersion") is not None:
+        name = w.safe(info.get("name", "(no name)"), 200)
+        version = w.safe(info.get("version", ""), 64)
+        w.field("server", f"{name} {version}".strip())
+    w.field("target", w.redactor.redact(report.get("target") or "(none)"))
+    if report.get("protocolVersion") is not None:
+        w.field("protocol", w.safe(report["protocolVersion"], 64))
+    timings = report.get("timings_ms")
+    if timings:
+        w.field("timings", ", ".join(f"{k} {v:.1f} ms" for k, v in timings.items()))
+
+
+def _failure(w: _Writer, report: dict[str, Any]) -> None:
+    error = report["error"]
+    code = "" if error.get("code") is None else f" {error['code']}"
+    method = f" in {error['method']}" if error.get("method") else ""
+    w.field("failed", w.style.bad(f"{error['kind']}{code}{method}"))
+    w.field("message", w.safe(error.get("message", "")))
+    if error.get("data") is not None:
+        w.field("data", w.safe(error["data"]))
+    for line in report.get("stderr") or []:
+        w.field("server stderr", w.safe(line))
+
+
+def render_connect(report: dict[str, Any], redactor: Redactor, style: Style, width: int) -> str:
+    """The ``connect`` report as text. Raises nothing."""
+    w = _Writer(redactor, style, width)
+    _head(w, report)
+    if not report.get("ok"):
+        _failure(w, report)
+        return w.text()
+    capabilities = report.get("capabilities") or {}
+    w.field("capabilities", ", ".join(w.safe(k, 64) for k in sorted(capabilities)) or "(none)")
+    if report.get("instructions"):
+        w.paragraph("instructions", w.safe(report["instructions"]))
+    for key, heading in _HEADINGS:
+        items = report.get(key)
+        w.lines.append("")
+        if items is None:
+            w.lines.append(style.bold(heading) + style.dim(" (not advertised)"))
+            continue
+        w.lines.append(style.bold(f"{heading} ({len(items)})"))
+        w.table([_row(key, item) for item in items])
+    w.lines.append("")
+    w.lines.append(style.good("ok"))
+    return w.text()
+
+
+def _row(key: str, item: Any) -> tuple[str, str]:
+    if not isinstance(item, dict):
+        return ("?", str(item))
+    description = item.get("description") or item.get("title") or ""
+    if key == "tools":
+        return (str(item.get("name", "?")), str(description))
+    if key == "resources":
+        mime = f" [{item['mimeType']}]" if item.get("mimeType") else ""
+        return (str(item.get("uri", "?")), f"{item.get('name', '')}{mime} {description}")
+    if key == "resourceTemplates":
+        return (str(item.get("uriTemplate", "?")), f"{item.get('name', '')} {description}")
+    arguments = item.get("arguments") or []
+    names = [
+        f"{a.get('name', '?')}{'' if a.get('required') else '?'}"
+        for a in arguments
+        if isinstance(a, dict)
+    ]
+    return (f"{item.get('name', '?')}({', '.join(names)})", str(description))
+
+
+def render_call(
+    report: dict[str, Any], method: str, redactor: Redactor, style: Style, width: int
+) -> str:
+    """The ``call`` report: the server line, then the result as text. Raises nothing."""
+    w = _Writer(redactor, style, width)
+    _head(w, report)
+    if not report.get("ok"):
+        _failure(w, report)
+        return w.text()
+    result = report.get("result")
+    w.lines.append("")
+    if not isinstance(result, dict):
+        w.lines.append(w.safe(result))
+    elif method == "tools/call":
+        if result.get("isError"):
+            w.lines.append(style.bad("the tool reported an error (isError)"))
+        _blocks(w, result.get("content") or [])
+        if result.get("structuredContent") is not None:
+            w.lines.append(style.dim("structured: ") + w.safe(result["structuredContent"]))
+    elif method == "resources/read":
+        for item in result.get("contents") or []:
+            if isinstance(item, dict):
+                mime = f" [{item['mimeType']}]" if item.get("mimeType") else ""
+                w.lines.append(style.bold(w.safe(item.get("uri", "?"), 400)) + mime)
+                _text_or_blob(w, item)
+    else:
+        if result.get("description"):
+            w.lines.append(style.dim(w.safe(result["description"])))
+        for message in result.get("messages") or []:
+            if isinstance(message, dict):
+                w.lines.append(style.bold(f"{w.safe(message.get('role', '?'), 32)}:"))
+                _blocks(w, [message.get("content")])
+    return w.text()
+
+
+def _blocks(w: _Writer, blocks: list[Any]) -> None:
+    for block in blocks:
+        if isinstance(block, dict) and block.get("type") == "text":
+            _text_or_blob(w, block)
+        elif isinstance(block, dict) and block.get("type") == "resource":
+            resource = block.get("resource")
+            if isinstance(resource, dict):
+                w.lines.append(w.style.dim(f"[resource {w.safe(resource.get('uri', '?'), 400)}]"))
+                _text_or_blob(w, resource)
+        elif isinstance(block, dict) and isinstance(block.get("data"), str):
+            mime = w.safe(block.get("mimeType", "?"), 64)
+            w.lines.append(
+                w.style.dim(
+                    f"[{w.safe(block.get('type'), 32)} {mime}, "
+                    f"{len(block['data'])} characters of base64]"
+                )
+            )
+        else:
+            w.lines.append(w.style.dim(w.safe(block)))
+
+
+def _text_or_blob(w: _Writer, item: dict[str, Any]) -> None:
+    if isinstance(item.get("text"), str):
+        # Line by line: the text keeps its shape, each line escaped on its own.
+        for line in item["text"].splitlines() or [""]:
+            w.lines.append(w.redactor.log_value(line, _LINE_LIMIT))
+    elif isinstance(item.get("blob"), str):
+        w.lines.append(w.style.dim(f"[blob, {len(item['blob'])} characters of base64]"))
+
+
+def render_many(report: dict[str, Any], redactor: Redactor, style: Style, width: int) -> str:
+    """``--all``: each server's connect report under its name, then a summary. Raises
+    nothing."""
+    parts: list[str] = []
+    servers: dict[str, Any] = report.get("servers") or {}
+    for name, server in servers.items():
+        status = style.good("ok") if server.get("ok") else style.bad("failed")
+        parts.append(style.bold(f"== {redactor.log_value(name, 64)}: ") + status)
+        parts.append(render_connect(server, redactor, style, width))
+    for name, reason in (report.get("skipped") or {}).items():
+        parts.append(style.dim(f"== {redactor.log_value(name, 64)}: skipped ({reason})\n"))
+    failed = sum(1 for server in servers.values() if not server.get("ok"))
+    parts.append(f"{len(servers)} servers: {len(servers) - failed} ok, {failed} failed\n")
+    return "\n".join(parts)

@@ -1,0 +1,211 @@
+"""Connecting to one server and making the report: the handshake, then either the lists
+it advertises (``connect``) or one request (``call``).
+
+Each server's run ends in a report, never an exception: whatever fails is caught here
+and becomes the report's ``error``, so that with ``--all`` one server's failure never
+reaches another's. While connected, the :class:`~mcpl_host.Connection` answers the
+server's own requests as a host does (``ping``; -32601 for the rest).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, TextIO
+
+import trio
+
+from .. import __version__
+from ..connection import Connection
+from ..events import Event, StderrLine
+from ..pagination import collect
+from ..protocol.errors import METHOD_NOT_FOUND, McplHostError, RequestError
+from ..protocol.redact import Redactor
+from ..transports.targets import StdioTarget
+from .args import Call
+from .failure import CONFIG_ERROR, describe_failure, error_object
+from .targets import Planned
+from .trace import WireWatch
+
+__all__ = ["CLIENT_INFO", "LISTS", "Settings", "run_server"]
+
+CLIENT_INFO: Final = {"name": "mcpl-host", "version": __version__}
+# (capability, method, key): listed only when the server advertises the capability.
+LISTS: Final = (
+    ("tools", "tools/list", "tools"),
+    ("resources", "resources/list", "resources"),
+    ("resources", "resources/templates/list", "resourceTemplates"),
+    ("prompts", "prompts/list", "prompts"),
+)
+# The last lines a failed stdio server wrote on stderr, kept for the report: the reason
+# a server exits at once is usually there.
+STDERR_TAIL: Final = 20
+
+ProgressPrinter = Callable[[Redactor, float, float | None, str | None], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What every server's run shares: the command line's connection options."""
+
+    versions: tuple[str, ...] | None
+    timeout: float
+    started: float
+    trace: TextIO | None = None
+    label_traces: bool = False
+    on_progress: ProgressPrinter | None = None
+
+
+async def run_server(planned: Planned, settings: Settings, call: Call | None) -> dict[str, Any]:
+    """Connect to ``planned``, list or call, close; return the report. Raises nothing
+    but cancellation (and KeyboardInterrupt)."""
+    if planned.target is None:
+        assert planned.problem is not None
+        return _failed(planned, error_object(CONFIG_ERROR, planned.problem))
+    return await _ServerRun(planned, settings).report(call)
+
+
+class _ServerRun:
+    """One server's connection, and what is known about it so far for the report."""
+
+    def __init__(self, planned: Planned, settings: Settings) -> None:
+        self.planned = planned
+        self.settings = settings
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
+        self.watch = WireWatch(
+            stream=settings.trace,
+            started=settings.started,
+            label=planned.name if settings.label_traces else None,
+        )
+        self.known: dict[str, Any] = {}
+        self.method: str | None = None  # the request under way, named in its failure
+
+    def _on_event(self, event: Event) -> None:
+        if isinstance(event, StderrLine):
+            self.stderr_tail.append(event.line)
+
+    async def report(self, call: Call | None) -> dict[str, Any]:
+        planned, settings = self.planned, self.settings
+        assert planned.target is not None
+        begun = time.perf_counter()
+        try:
+            conn = Connection(
+                planned.target,
+                name=planned.name,
+                versions=settings.versions,
+                initialize_timeout=settings.timeout,
+                request_timeout=settings.timeout,
+                secrets=planned.secrets,
+                on_event=self._on_event,
+                on_wire=self.watch,
+                client_info=CLIENT_INFO,
+            )
+        except McplHostError as exc:  # a bad allowlist or target: nothing was started
+            return _failed(planned, describe_failure(exc, Redactor(planned.secrets)))
+        self.watch.redactor = conn.redactor
+        error: dict[str, Any] | None = None
+        async with trio.open_nursery() as nursery:
+            try:
+                # Connection bounds opening the transport and the handshake, each by
+                # initialize_timeout.
+                await nursery.start(conn.run)
+            except McplHostError as exc:
+                error = describe_failure(exc, conn.redactor)
+            else:
+                try:
+                    # Made while still connected: the connection closes after the report.
+                    return await self._connected(conn, call, begun)
+                except McplHostError as exc:
+                    error = describe_failure(exc, conn.redactor)
+                    if self.method is not None:
+                        error.setdefault("method", self.method)
+                finally:
+                    await conn.aclose()
+        assert error is not None  # every way out of the nursery without a report sets it
+        report = _failed(planned, error, self.known)
+        if isinstance(planned.target, StdioTarget):
+            report["stderr"] = [conn.redactor.log_value(line) for line in self.stderr_tail]
+        return report
+
+    async def _connected(self, conn: Connection, call: Call | None, begun: float) -> dict[str, Any]:
+        self.known = _server_facts(conn)
+        opened = time.perf_counter()
+        if call is None:
+            found: dict[str, Any] = await self._lists(conn)
+            step = "list"
+        else:
+            found = {"result": await self._call(conn, call)}
+            step = "call"
+        timings = {
+            **_connect_timings(conn, self.planned),
+            step: _ms(time.perf_counter() - opened),
+            "total": _ms(time.perf_counter() - begun),
+        }
+        return {
+            "ok": True,
+            "target": self.planned.label,
+            **self.known,
+            "timings_ms": timings,
+            **found,
+        }
+
+    async def _lists(self, conn: Connection) -> dict[str, list[Any] | None]:
+        """Each list the server advertises, every page of it; None for what it does not."""
+        capabilities = conn.server_capabilities
+        found: dict[str, list[Any] | None] = {}
+        for capability, method, key in LISTS:
+            if not isinstance(capabilities.get(capability), dict):
+                found[key] = None
+                continue
+            self.method = method
+            try:
+                found[key] = await collect(conn, method, key)
+            except RequestError as exc:
+                # Many servers that advertise resources never implemented templates
+                # (added to the spec after resources/list): not a failure of the server.
+                if method != "resources/templates/list" or exc.code != METHOD_NOT_FOUND:
+                    raise
+                found[key] = None
+        self.method = None
+        return found
+
+    async def _call(self, conn: Connection, call: Call) -> Any:
+        on_progress = self.settings.on_progress
+
+        def progress(done: float, total: float | None, message: str | None) -> None:
+            if on_progress is not None:
+                on_progress(conn.redactor, done, total, message)
+
+        self.method = call.method
+        # A timeout's notifications/cancelled is written before the connection closes.
+        if call.method == "tools/call":
+            return await conn.request(call.method, call.params, on_progress=progress)
+        return await conn.request(call.method, call.params)
+
+
+def _failed(
+    planned: Planned, error: dict[str, Any], known: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    return {"ok": False, "target": planned.label, **(known or {}), "error": error}
+
+
+def _server_facts(conn: Connection) -> dict[str, Any]:
+    return {
+        "protocolVersion": conn.protocol_version,
+        "serverInfo": conn.server_info,
+        "capabilities": conn.server_capabilities,
+        "instructions": conn.instructions,
+    }
+
+
+def _connect_timings(conn: Connection, planned: Planned) -> dict[str, float]:
+    timings = conn.timings_ms
+    # For a stdio server "connecting" is starting its process.
+    first = "spawn" if isinstance(planned.target, StdioTarget) else "connect"
+    return {first: timings.get("connect", 0.0), "initialize": timings.get("initialize", 0.0)}
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)

@@ -1,0 +1,145 @@
+"""Which servers a command line names: ``--demo``, ``-- CMD``, a URL, or a config file.
+
+Resolving does no I/O beyond reading the config file; a bad target or config fails
+here, before anything is spawned, as a :class:`~mcpl_host.ConfigurationError` (exit 2).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import ServerConfig, load_config
+from ..protocol.errors import ConfigurationError
+from ..protocol.redact import Redactor
+from ..transports.targets import StdioTarget, Target, describe, parse_target, redactor_for
+from .args import Options
+
+__all__ = ["DEMO_NAME", "Plan", "Planned", "resolve"]
+
+DEMO_NAME = "demo"
+# The demo runs from the directory holding the mcpl_host package, so that it imports the
+# same copy as this command even from a checkout that is not installed.
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """One server to connect to.
+
+    ``secrets`` are the values to redact beyond what the target's own configuration
+    reveals (every env value, however short or plainly named). ``problem`` is set, and
+    ``target`` None, for a configured server the host cannot reach (a URL scheme not
+    supported yet): it is reported as a configuration error without connecting.
+    """
+
+    name: str
+    label: str
+    target: Target | None
+    secrets: tuple[str, ...] = ()
+    problem: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The servers of one command, plus what ``--all`` left out and every secret known."""
+
+    servers: list[Planned]
+    skipped: dict[str, str]
+    redactor: Redactor
+    from_config: bool
+
+
+def resolve(options: Options) -> Plan:
+    """The servers ``options`` name.
+
+    Raises :class:`~mcpl_host.ConfigurationError`: a TARGET that is not
+    ``tcp://HOST:PORT`` or ``unix:PATH``, a stdio command that is not valid, a config
+    file that cannot be read or is malformed (the message names the file and the key),
+    a ``--server`` the file does not have, the chosen server's URL not supported yet,
+    or ``--all`` over a file with no servers.
+    """
+    if options.config is not None:
+        return _from_config(options, options.config)
+    if options.demo:
+        target: Target = StdioTarget.of(
+            [sys.executable, "-m", "mcpl_host.demo"], cwd=_PACKAGE_ROOT, env=options.env
+        )
+        return _single(DEMO_NAME, target)
+    if options.stdio is not None:
+        target = StdioTarget.of(options.stdio, env=options.env)
+        return _single(describe(target), target)
+    assert options.url is not None
+    try:
+        target = parse_target(options.url)
+    except ConfigurationError as exc:
+        raise ConfigurationError(
+            f"{exc.message} (a stdio server is given as -- CMD [ARGS...])"
+        ) from None
+    return _single(describe(target), target)
+
+
+def _single(name: str, target: Target) -> Plan:
+    planned = _planned(name, target)
+    return Plan([planned], {}, _union([planned]), from_config=False)
+
+
+def _planned(name: str, target: Target) -> Planned:
+    secrets: tuple[str, ...] = ()
+    if isinstance(target, StdioTarget):
+        # The redactor built from a target masks only secret-looking or long env values;
+        # the command line promises that no --env or configured value is ever shown.
+        secrets = tuple(target.env.values())
+    return Planned(name, describe(target), target, secrets)
+
+
+def _from_config(options: Options, file: str) -> Plan:
+    servers = load_config(file)
+    chosen: dict[str, ServerConfig]
+    skipped: dict[str, str] = {}
+    if options.server is not None:
+        config = servers.get(options.server)
+        if config is None:
+            have = ", ".join(repr(name) for name in servers) or "none"
+            raise ConfigurationError(
+                f"{file}: key 'mcpServers.{options.server}' not found (servers: {have})"
+            )
+        if config.target is None:
+            raise ConfigurationError(f"{config.source}: {config.problem}")
+        chosen = {options.server: config}
+    else:
+        if not servers:
+            raise ConfigurationError(f"{file}: key 'mcpServers' holds no servers")
+        chosen = {}
+        for name, config in servers.items():
+            if config.disabled:
+                skipped[name] = "disabled"
+            else:
+                chosen[name] = config
+    planned = [_configured(name, config, options.env) for name, config in chosen.items()]
+    return Plan(planned, skipped, _union(planned), from_config=True)
+
+
+def _configured(name: str, config: ServerConfig, extra_env: dict[str, str]) -> Planned:
+    target = config.target
+    if target is None:
+        return Planned(name, config.source, None, problem=f"{config.source}: {config.problem}")
+    if isinstance(target, StdioTarget) and extra_env:
+        # --env adds to (and wins over) what the file configures, for stdio servers only.
+        target = StdioTarget.of(
+            target.argv,
+            cwd=target.cwd,
+            env={**target.env, **extra_env},
+            inherit_env=target.inherit_env,
+        )
+    return _planned(name, target)
+
+
+def _union(servers: list[Planned]) -> Redactor:
+    """One redactor for everything this command writes, whichever server it concerns."""
+    secrets: set[str] = set()
+    for planned in servers:
+        if planned.target is not None:
+            secrets |= redactor_for(planned.target, extra_secrets=planned.secrets).secrets
+    return Redactor(secrets)
