@@ -16,7 +16,6 @@ from __future__ import annotations
 import enum
 import itertools
 from collections.abc import Awaitable, Callable, Mapping
-from types import TracebackType
 from typing import Any, Final, TypeAlias, TypeVar, overload
 
 import structlog
@@ -25,6 +24,7 @@ from msgspec import UNSET
 
 from ._epoch import Epoch
 from ._inbound import Inbound
+from ._lifetime import OwnsNursery
 from ._outbound import Outbound
 from ._pending import ProgressCallback
 from .events import (
@@ -74,7 +74,7 @@ class _State(enum.Enum):
     CLOSED = "closed"
 
 
-class Connection:
+class Connection(OwnsNursery):
     """A connection to one MCP server.
 
     Open it as an async context manager (it owns its nursery)::
@@ -179,7 +179,6 @@ class Connection:
         self._nursery: trio.Nursery | None = None
         self._closing = False
         self._closed = trio.Event()
-        self._own_nursery: Any = None
         self._closed_reason = "closed"
         self.initialize_result: InitializeResult | None = None
         self.timings_ms: dict[str, float] = {}
@@ -220,31 +219,6 @@ class Connection:
         return dict(self._capabilities)
 
     # -- lifetime ----------------------------------------------------------------------
-
-    async def __aenter__(self) -> Connection:
-        self._own_nursery = trio.open_nursery()
-        nursery = await self._own_nursery.__aenter__()
-        try:
-            await nursery.start(self.run)
-        except BaseException:
-            # run() failed before it started: its exception comes out bare, as the
-            # caller should see it; leave the (empty) nursery without it.
-            nursery.cancel_scope.cancel()
-            await self._own_nursery.__aexit__(None, None, None)
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool:
-        await self.aclose()
-        # Our tasks never raise, so the nursery has nothing to report; the body's own
-        # exception propagates as itself, not wrapped in a group.
-        await self._own_nursery.__aexit__(None, None, None)
-        return False
 
     async def run(
         self, *, task_status: trio.TaskStatus[Connection] = trio.TASK_STATUS_IGNORED

@@ -5,12 +5,12 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import Any, Final
 
 import trio
 from msgspec import UNSET
 
+from .._lifetime import OwnsNursery
 from ..config import load_config
 from ..connection import (
     DEFAULT_INITIALIZE_TIMEOUT,
@@ -38,7 +38,7 @@ __all__ = ["DEFAULT_RECONNECT", "ConnectionManager"]
 DEFAULT_RECONNECT: Final = Reconnect()
 
 
-class ConnectionManager:
+class ConnectionManager(OwnsNursery):
     """Connections to many servers, each supervised in its own task.
 
     ``servers`` maps names to :data:`ServerSpec` values, or is the path of an
@@ -127,7 +127,6 @@ class ConnectionManager:
         self._running = False
         self._closing = False
         self._closed = trio.Event()
-        self._own_nursery: Any = None
 
     def _connect(
         self, name: str, target: Target | str | TransportFactory, on_event: EventCallback
@@ -135,29 +134,6 @@ class ConnectionManager:
         return self._new_connection(target, name=name, on_event=on_event)
 
     # -- lifetime ------------------------------------------------------------------------
-
-    async def __aenter__(self) -> ConnectionManager:
-        self._own_nursery = trio.open_nursery()
-        nursery = await self._own_nursery.__aenter__()
-        try:
-            await nursery.start(self.run)
-        except BaseException:
-            nursery.cancel_scope.cancel()
-            await self._own_nursery.__aexit__(None, None, None)
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool:
-        await self.aclose()
-        # The supervisors never raise, so the nursery has nothing to report; the body's
-        # own exception propagates as itself, not wrapped in a group.
-        await self._own_nursery.__aexit__(None, None, None)
-        return False
 
     async def run(
         self, *, task_status: trio.TaskStatus[ConnectionManager] = trio.TASK_STATUS_IGNORED
