@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from msgspec import UNSET
+
 from .protocol.errors import ProtocolError
 
 if TYPE_CHECKING:
@@ -24,13 +26,18 @@ _CURSOR_SHOWN: Final = 64
 
 
 async def collect(
-    conn: Connection, method: str, key: str, *, max_pages: int = DEFAULT_MAX_PAGES
+    conn: Connection,
+    method: str,
+    key: str,
+    *,
+    max_pages: int = DEFAULT_MAX_PAGES,
+    timeout: float | None = None,
 ) -> list[Any]:
     """Every item of a paginated list: ``result[key]`` of each page, in order.
 
     The first page is asked for without params; each later one with ``{"cursor": C}``,
     ``C`` the previous page's ``nextCursor``. A page without ``nextCursor`` (or with
-    ``null``) is the last.
+    ``null``) is the last. ``timeout`` bounds each page's request.
 
     Raises :class:`~mcpl_host.ProtocolError` when a page is not an object with a
     ``key`` list, a ``nextCursor`` is not a string, a cursor repeats, or the list runs
@@ -45,10 +52,8 @@ async def collect(
     seen: set[str] = set()
     cursor: str | None = None
     for page in range(1, max_pages + 1):
-        if cursor is None:
-            result = await conn.request(method)
-        else:
-            result = await conn.request(method, {"cursor": cursor})
+        params: Any = UNSET if cursor is None else {"cursor": cursor}
+        result = await conn.request(method, params, timeout=timeout)
         entries = result.get(key) if isinstance(result, dict) else None
         if not isinstance(entries, list):
             raise ProtocolError(f"page {page} of {method} has no {key!r} list", server=conn.name)

@@ -9,10 +9,10 @@ from typing import Any, Final
 
 import structlog
 import trio
-from msgspec import UNSET
 
 from ..connection import Connection
-from ..protocol.errors import McplHostError, ProtocolError
+from ..pagination import collect
+from ..protocol.errors import McplHostError
 from .naming import TOOL_SEPARATOR, ToolEntry, qualify
 
 __all__ = ["MAX_PAGES", "ToolListing", "gather_tools", "list_server_tools"]
@@ -77,58 +77,30 @@ async def gather_tools(
 async def list_server_tools(
     conn: Connection, *, timeout: float | None = None, max_pages: int = MAX_PAGES
 ) -> tuple[list[dict[str, Any]], McplHostError | None]:
-    """Follow ``nextCursor`` from the first page to the last; return the tools and, when
-    the list is incomplete, why (never raises a :class:`~mcpl_host.McplHostError`).
+    """One server's whole tool list (:func:`mcpl_host.pagination.collect`), or no tools and
+    why (never raises a :class:`~mcpl_host.McplHostError`): never a partial list.
 
     The error is the request's own (:class:`~mcpl_host.RequestError`,
-    :class:`~mcpl_host.RequestTimeout`, :class:`~mcpl_host.ConnectionClosed`) or a
-    :class:`~mcpl_host.ProtocolError`: a page that is not ``{"tools": [...]}``, a cursor
-    that is not a string, a cursor given twice (following it would loop), or more than
-    ``max_pages`` pages. The tools of the pages read before it are kept. Entries that are
-    not objects with a string ``name`` are left out, and so is a name already listed by
-    this server (``tools/call`` could not tell the two apart), each with a warning.
+    :class:`~mcpl_host.RequestTimeout`, :class:`~mcpl_host.ConnectionClosed`) or the
+    :class:`~mcpl_host.ProtocolError` of a broken list (a repeated cursor, too many
+    pages, a malformed page). Entries that are not objects with a string ``name`` are
+    left out, and so is a name already listed by this server (``tools/call`` could not
+    tell the two apart), each with a warning.
     """
     log = _log.bind(server=conn.name)
+    try:
+        listed = await collect(conn, "tools/list", "tools", max_pages=max_pages, timeout=timeout)
+    except McplHostError as exc:
+        return [], exc
     tools: list[dict[str, Any]] = []
     names: set[str] = set()
-    seen: set[str] = set()
-    cursor: str | None = None
-    for _ in range(max_pages):
-        # The first page without params, as mcpl_host.pagination asks for it.
-        params: Any = UNSET if cursor is None else {"cursor": cursor}
-        try:
-            page = await conn.request("tools/list", params, timeout=timeout)
-        except McplHostError as exc:
-            return tools, exc
-        if not isinstance(page, dict) or not isinstance(page.get("tools"), list):
-            return tools, ProtocolError(
-                "the answer to tools/list has no 'tools' list", server=conn.name
-            )
-        for tool in page["tools"]:
-            name = tool.get("name") if isinstance(tool, dict) else None
-            if not isinstance(name, str):
-                log.warning("tool left out", reason="not an object with a string name")
-            elif name in names:
-                log.warning(
-                    "tool left out", reason="listed twice", tool=conn.redactor.log_value(name)
-                )
-            else:
-                names.add(name)
-                tools.append(tool)
-        cursor = page.get("nextCursor")
-        if cursor is None:
-            return tools, None
-        if not isinstance(cursor, str):
-            return tools, ProtocolError(
-                "tools/list gave a nextCursor that is not a string", server=conn.name
-            )
-        if cursor in seen:
-            return tools, ProtocolError(
-                f"tools/list gave cursor {conn.redactor.log_value(cursor)} a second time;"
-                " stopped there rather than loop",
-                server=conn.name,
-            )
-        seen.add(cursor)
-    return tools, ProtocolError(
-        f"tools/list went on past {max_pages} pages; stopped there", server=conn.name
-    )
+    for tool in listed:
+        name = tool.get("name") if isinstance(tool, dict) else None
+        if not isinstance(name, str):
+            log.warning("tool left out", reason="not an object with a string name")
+        elif name in names:
+            log.warning("tool left out", reason="listed twice", tool=conn.redactor.log_value(name))
+        else:
+            names.add(name)
+            tools.append(tool)
+    return tools, None

@@ -1,4 +1,4 @@
-"""docs/manager.md's example runs as written and prints what the page says."""
+"""The pages whose example is a script: it runs as written and prints what the page says."""
 
 from __future__ import annotations
 
@@ -7,11 +7,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "manager.md"
+import pytest
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
-def test_manager_example_runs_as_written(tmp_path: Path) -> None:
-    text = DOC.read_text()
+@pytest.mark.parametrize(
+    ("page", "on_stderr"),
+    [
+        ("connection.md", "connected"),  # the info line went to stderr, as configured
+        ("manager.md", "server state"),  # the manager's log lines went to stderr
+    ],
+)
+def test_example_runs_as_written(tmp_path: Path, page: str, on_stderr: str) -> None:
+    text = (DOCS / page).read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     expected = re.search(r"It prints:\n\n```\n(.*?)```", text, re.S)
     assert blocks
@@ -27,4 +36,4 @@ def test_manager_example_runs_as_written(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert out.stdout == expected.group(1)
-    assert "server state" in out.stderr  # the manager's log lines went to stderr
+    assert on_stderr in out.stderr
