@@ -20,7 +20,6 @@ from msgspec import UNSET, Raw
 from ._epoch import BatchSlot, Epoch
 from ._pending import PROGRESS, Pending
 from ._timeouts import TimeoutWatch
-from .events import Event, ServerNotification
 from .protocol.batch import BatchAnswers, BatchPlan, BatchRefused, plan_batch
 from .protocol.envelope import (
     Batch,
@@ -72,7 +71,7 @@ class Inbound:
         max_message_bytes: int,
         max_server_requests: int,
         spawn: Callable[..., None],
-        emit: Callable[[Event], None],
+        on_notification: Callable[[str, Raw | None], None],
         on_lost: Callable[[Epoch, str], None],
         on_wire: Callable[[str, bytes], None] | None = None,
     ) -> None:
@@ -86,7 +85,7 @@ class Inbound:
         self.max_message_bytes = max_message_bytes
         self.max_server_requests = max_server_requests
         self._spawn = spawn
-        self._emit = emit
+        self._notify = on_notification
         self._on_lost = on_lost
         self._on_wire = on_wire
         self._log = _log.bind(server=server)
@@ -305,9 +304,9 @@ class Inbound:
                 try:
                     result = await handler(request)
                 except RequestError as exc:
-                    await self._fail_request(
-                        epoch, responder, exc.code, exc.error_message, exc.data
-                    )
+                    # None means "no data" here: an error answer omits the member.
+                    data = UNSET if exc.data is None else exc.data
+                    await self._fail_request(epoch, responder, exc.code, exc.error_message, data)
                 except msgspec.ValidationError as exc:
                     await self._fail_request(
                         epoch,
@@ -360,7 +359,7 @@ class Inbound:
         if note.method == "notifications/progress":
             self._on_progress(note.params)
             return
-        self._emit(ServerNotification(note.method, note.params))
+        self._notify(note.method, note.params)
 
     def _on_progress(self, params: Raw | None) -> None:
         try:

@@ -13,20 +13,34 @@ Every inbound message ends with one typed outcome, logged as one structured even
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import itertools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final, TypeAlias, TypeVar, overload
 
 import structlog
 import trio
-from msgspec import UNSET
+from msgspec import UNSET, Raw
 
 from ._epoch import Epoch
 from ._inbound import Inbound
 from ._lifetime import OwnsNursery
 from ._outbound import Outbound
 from ._pending import ProgressCallback
+from .client.cache import ListCache
+from .client.calls import ClientCalls
+from .client.hooks import (
+    ElicitationHook,
+    HookContext,
+    SamplingHook,
+    as_roots,
+    elicitation_handler,
+    roots_handler,
+    sampling_handler,
+)
+from .client.notifications import NotificationRouter
+from .client.types import Root
 from .events import (
     Closed,
     Connected,
@@ -37,6 +51,7 @@ from .events import (
     Reconnecting,
     StderrLine,
 )
+from .protocol.capabilities import client_capabilities
 from .protocol.errors import (
     ConnectionClosed,
     McplHostError,
@@ -46,7 +61,7 @@ from .protocol.errors import (
 from .protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from .protocol.handshake import Established, Failed, Handshake, InitializeResult
 from .protocol.messages import OutNotification, encode
-from .protocol.profiles import Profile, validate_allowlist
+from .protocol.profiles import PROFILES, Profile, validate_allowlist
 from .protocol.redact import Redactor
 from .reconnect import Reconnect
 from .responder import Handler, ServerRequest
@@ -74,7 +89,7 @@ class _State(enum.Enum):
     CLOSED = "closed"
 
 
-class Connection(OwnsNursery):
+class Connection(OwnsNursery, ClientCalls):
     """A connection to one MCP server.
 
     Open it as an async context manager (it owns its nursery)::
@@ -86,11 +101,17 @@ class Connection(OwnsNursery):
     and ``await conn.aclose()`` when done. Either way a failure to connect raises one
     typed exception (a :class:`~mcpl_host.McplHostError`), never an exception group.
 
-    ``handlers`` maps server-request methods to handlers; ``ping`` is built in.
-    ``roots``, ``sampling`` and ``elicitation`` are handlers for ``roots/list``,
-    ``sampling/createMessage`` and ``elicitation/create``: the matching client capability
-    is advertised only when one is given, and each is served only on revisions that
-    define it.
+    The typed MCP calls (``list_tools``, ``call_tool``, ``read_resource``, ...) are
+    methods of the connection: see :class:`~mcpl_host.client.calls.ClientCalls`.
+
+    What a server may ask of the host comes through hooks: ``roots`` (the roots to
+    offer, :class:`~mcpl_host.Root` values or URIs; change them with :meth:`set_roots`),
+    ``sampling`` (a :data:`~mcpl_host.SamplingHook`) and ``elicitation`` (an
+    :data:`~mcpl_host.ElicitationHook`; ``url_elicitation=True`` if it also handles URL
+    mode). A capability is advertised only for a hook given, in the shape the offered
+    revision defines, and each request is served only on revisions that define it.
+    ``handlers`` maps any other server-request method to a raw handler; ``ping`` is
+    built in.
     """
 
     def __init__(
@@ -101,9 +122,10 @@ class Connection(OwnsNursery):
         versions: list[str] | tuple[str, ...] | None = None,
         client_info: Mapping[str, Any] | None = None,
         handlers: Mapping[str, Handler] | None = None,
-        roots: Handler | None = None,
-        sampling: Handler | None = None,
-        elicitation: Handler | None = None,
+        roots: Iterable[Root | str] | None = None,
+        sampling: SamplingHook | None = None,
+        elicitation: ElicitationHook | None = None,
+        url_elicitation: bool = False,
         on_event: EventCallback | None = None,
         initialize_timeout: float = DEFAULT_INITIALIZE_TIMEOUT,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
@@ -113,7 +135,8 @@ class Connection(OwnsNursery):
         reconnect: Reconnect | None = None,
         on_wire: Callable[[str, bytes], None] | None = None,
     ) -> None:
-        """Raises :class:`~mcpl_host.ConfigurationError` for a bad target or allowlist.
+        """Raises :class:`~mcpl_host.ConfigurationError` for a bad target or allowlist,
+        ``TypeError`` for a root that is neither a Root nor a string.
 
         ``reconnect``: without a policy (the default) the connection ends with its
         transport; with one, a lost transport is replaced and pending requests rebound.
@@ -137,17 +160,27 @@ class Connection(OwnsNursery):
         self.max_message_bytes = max_message_bytes
         self.max_server_requests = max_server_requests
         self._on_event = on_event
+        self._roots = None if roots is None else as_roots(roots)
+        self._url_elicitation = url_elicitation
         self._handlers: dict[str, Handler] = {"ping": _ping}
-        self._capabilities: dict[str, Any] = {}
-        for method, handler, capability in (
-            ("roots/list", roots, "roots"),
-            ("sampling/createMessage", sampling, "sampling"),
-            ("elicitation/create", elicitation, "elicitation"),
-        ):
-            if handler is not None:
-                self._handlers[method] = handler
-                self._capabilities[capability] = {}
+        if self._roots is not None:
+            self._handlers["roots/list"] = roots_handler(self._current_roots)
+        if sampling is not None:
+            self._handlers["sampling/createMessage"] = sampling_handler(sampling, self._context)
+        if elicitation is not None:
+            self._handlers["elicitation/create"] = elicitation_handler(
+                elicitation, self._context, self._url_mode
+            )
         self._handlers.update(handlers or {})
+        # Capabilities go out before a revision is agreed: shaped for the one offered.
+        self._capabilities = client_capabilities(
+            PROFILES[self.allowlist[0]],
+            roots=self._roots is not None,
+            sampling=sampling is not None,
+            elicitation=elicitation is not None,
+            url_elicitation=url_elicitation,
+        )
+        self._lists = ListCache()
         self._ids = itertools.count(1)  # never reused on this connection
         self._epoch_numbers = itertools.count(1)
         self._reconnect = reconnect
@@ -170,7 +203,9 @@ class Connection(OwnsNursery):
             max_message_bytes=max_message_bytes,
             max_server_requests=max_server_requests,
             spawn=self._spawn,
-            emit=self._emit,
+            on_notification=NotificationRouter(
+                server=self.name, lists=self._lists, redactor=self.redactor, emit=self._emit
+            ).handle,
             on_lost=self._end_epoch_soon,
             on_wire=on_wire,
         )
@@ -389,6 +424,7 @@ class Connection(OwnsNursery):
                 return
             self._state = _State.CONNECTED
             assert new is not None
+            self._lists.invalidate()  # the new transport may reach a changed server
             profile = new.profile
             assert profile is not None
             assert self.initialize_result is not None
@@ -518,6 +554,57 @@ class Connection(OwnsNursery):
                 "no transport right now (reconnecting)", reason="reconnecting", server=self.name
             )
         await epoch.write(encode(OutNotification(method=method, params=params)))
+
+    async def _request_raw(
+        self,
+        method: str,
+        params: Any,
+        *,
+        timeout: float | None,
+        on_progress: ProgressCallback | None = None,
+        progress_resets_timeout: bool = False,
+        max_timeout: float | None = None,
+        rebind: bool | None = None,
+    ) -> Raw:
+        result: Raw = await self.request(
+            method,
+            params,
+            result_type=Raw,
+            timeout=timeout,
+            on_progress=on_progress,
+            progress_resets_timeout=progress_resets_timeout,
+            max_timeout=max_timeout,
+            rebind=rebind,
+        )
+        return result
+
+    async def set_roots(self, roots: Iterable[Root | str]) -> None:
+        """Replace the roots offered to the server and tell it they changed
+        (``notifications/roots/list_changed``, when connected; after a reconnect the
+        server asks anew).
+
+        Raises ``ValueError`` when the connection was made without ``roots`` (the roots
+        capability was not advertised), ``TypeError`` for a bad root.
+        """
+        if self._roots is None:
+            raise ValueError("this connection offers no roots: pass roots=[...] to Connection")
+        self._roots = as_roots(roots)
+        epoch = self._ready_epoch()
+        if epoch is None:
+            return
+        # If the transport is lost meanwhile, the next one's server asks for the roots.
+        with contextlib.suppress(ConnectionClosed):
+            await epoch.write(encode(OutNotification(method="notifications/roots/list_changed")))
+
+    def _current_roots(self) -> tuple[Root, ...]:
+        return self._roots or ()
+
+    def _context(self, request: ServerRequest) -> HookContext:
+        return HookContext(self.name, request.id, self.protocol_version)
+
+    def _url_mode(self) -> bool:
+        profile = self.profile
+        return self._url_elicitation and profile is not None and profile.url_elicitation
 
     def _ready_epoch(self) -> Epoch | None:
         """The transport to write on now; None between transports."""

@@ -22,8 +22,11 @@ __all__ = [
     "Disconnected",
     "Event",
     "EventCallback",
+    "ListChanged",
     "Reconnected",
     "Reconnecting",
+    "ResourceUpdated",
+    "ServerLog",
     "ServerNotification",
     "StderrLine",
 ]
@@ -58,11 +61,38 @@ class StderrLine:
 
 @dataclass(frozen=True, slots=True)
 class ServerNotification:
-    """A notification from the server (other than cancellation and progress, which the
-    connection consumes). ``params`` is raw JSON; decode it with ``msgspec.json.decode``."""
+    """A notification from the server that no other event stands for (cancellation and
+    progress are consumed by the connection; list changes, resource updates and log
+    messages have events of their own). ``params`` is raw JSON; decode it with
+    ``msgspec.json.decode``."""
 
     method: str
     params: msgspec.Raw | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListChanged:
+    """The server said a list changed; the cached copy is dropped. ``kind``: ``tools``,
+    ``resources`` (resource templates included) or ``prompts``."""
+
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceUpdated:
+    """``notifications/resources/updated``: a subscribed resource changed; read it again."""
+
+    uri: str
+
+
+@dataclass(frozen=True, slots=True)
+class ServerLog:
+    """``notifications/message``: a log message from the server (also logged through
+    structlog under ``mcpl_host.server``). ``data`` is the server's JSON value, as sent."""
+
+    level: str
+    logger: str | None
+    data: Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +123,15 @@ class Closed:
 
 
 Event: TypeAlias = (
-    Connected | Disconnected | StderrLine | ServerNotification | Reconnecting | Reconnected | Closed
+    Connected
+    | Disconnected
+    | StderrLine
+    | ServerNotification
+    | ListChanged
+    | ResourceUpdated
+    | ServerLog
+    | Reconnecting
+    | Reconnected
+    | Closed
 )
 EventCallback: TypeAlias = Callable[[Event], None]

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 import trio
 from msgspec import UNSET
 
 from .._lifetime import OwnsNursery
+from ..client.hooks import ElicitationHook, SamplingHook
+from ..client.types import Root
 from ..config import load_config
 from ..connection import (
     DEFAULT_INITIALIZE_TIMEOUT,
@@ -70,9 +72,10 @@ class ConnectionManager(OwnsNursery):
         versions: list[str] | tuple[str, ...] | None = None,
         client_info: Mapping[str, Any] | None = None,
         handlers: Mapping[str, Handler] | None = None,
-        roots: Handler | None = None,
-        sampling: Handler | None = None,
-        elicitation: Handler | None = None,
+        roots: Iterable[Root | str] | None = None,
+        sampling: SamplingHook | None = None,
+        elicitation: ElicitationHook | None = None,
+        url_elicitation: bool = False,
         initialize_timeout: float = DEFAULT_INITIALIZE_TIMEOUT,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
@@ -101,6 +104,7 @@ class ConnectionManager(OwnsNursery):
             roots=roots,
             sampling=sampling,
             elicitation=elicitation,
+            url_elicitation=url_elicitation,
             initialize_timeout=initialize_timeout,
             request_timeout=request_timeout,
             max_message_bytes=max_message_bytes,

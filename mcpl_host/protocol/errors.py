@@ -19,6 +19,7 @@ __all__ = [
     "ConnectionClosed",
     "InitializeError",
     "McplHostError",
+    "OutputSchemaError",
     "ProtocolError",
     "RequestError",
     "RequestTimeout",
@@ -64,6 +65,26 @@ class ConfigurationError(McplHostError):
 
 class ProtocolError(McplHostError):
     """The peer broke the protocol in a way that ends the exchange."""
+
+
+class OutputSchemaError(ProtocolError):
+    """A tool's result does not match the ``outputSchema`` the tool declared. Nothing is
+    lost: ``result`` is the whole result, ``violations`` what did not match (empty when
+    ``structuredContent`` was missing), ``tool`` the tool's name."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tool: str,
+        result: Any,
+        violations: list[Any],
+        server: str | None = None,
+    ) -> None:
+        super().__init__(message, server=server)
+        self.tool = tool
+        self.result = result
+        self.violations = violations
 
 
 class VersionError(ProtocolError):

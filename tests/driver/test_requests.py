@@ -330,5 +330,5 @@ async def test_a_raising_event_callback_never_breaks_the_connection() -> None:
                 assert await peer.recv() == {"jsonrpc": "2.0", "id": 1, "result": {}}
     assert [e["kind"] for e in logs if e["event"] == "event callback failed"][:2] == [
         "Connected",
-        "ServerNotification",
+        "ListChanged",
     ]

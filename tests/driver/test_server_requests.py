@@ -9,7 +9,7 @@ import pytest
 import trio
 from structlog.testing import capture_logs
 
-from mcpl_host import RequestError, ServerNotification, ServerRequest
+from mcpl_host import ElicitParams, HookContext, ListChanged, RequestError, ServerRequest
 from mcpl_host.events import Event
 
 from .conftest import connected
@@ -185,17 +185,15 @@ async def test_bounded_number_of_server_requests_in_flight() -> None:
 
 
 async def test_capabilities_and_gating_by_revision() -> None:
-    async def elicit(request: ServerRequest) -> Any:
+    async def elicit(params: ElicitParams, context: HookContext) -> Any:
         return {"action": "decline"}
 
-    async def roots(request: ServerRequest) -> Any:
-        return {"roots": []}
-
     with trio.fail_after(5):
-        async with connected("2025-03-26", elicitation=elicit, roots=roots) as (conn, peer, _n):
-            assert conn.client_capabilities == {"roots": {}, "elicitation": {}}
+        async with connected("2025-03-26", elicitation=elicit, roots=[]) as (conn, peer, _n):
+            advertised = {"roots": {"listChanged": True}, "elicitation": {"form": {}}}
+            assert conn.client_capabilities == advertised
             init = msgspec.json.decode(peer.received[0])
-            assert init["params"]["capabilities"] == {"roots": {}, "elicitation": {}}
+            assert init["params"]["capabilities"] == advertised
             # elicitation/create does not exist on 2025-03-26
             await peer.send(b'{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{}}')
             assert (await peer.recv())["error"]["code"] == -32601
@@ -234,10 +232,7 @@ async def test_batch_on_2025_03_26_answered_in_request_order() -> None:
     assert answer[1]["result"] == {}
     assert answer[2]["error"]["code"] == -32600
     assert answer[3]["error"]["code"] == -32601
-    assert any(
-        isinstance(e, ServerNotification) and e.method == "notifications/tools/list_changed"
-        for e in events
-    )
+    assert ListChanged("tools") in events
 
 
 async def test_batch_of_notifications_writes_nothing() -> None:

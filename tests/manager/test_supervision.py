@@ -250,9 +250,6 @@ def test_what_the_constructor_refuses() -> None:
 
 
 async def test_connection_options_reach_every_server(autojump_clock: trio.abc.Clock) -> None:
-    async def roots(request: object) -> dict[str, object]:
-        return {"roots": [{"uri": "file:///work"}]}
-
     def script() -> Script:
         return Script().handshake().send_request("roots/list").expect_answer().expect_close()
 
@@ -261,7 +258,7 @@ async def test_connection_options_reach_every_server(autojump_clock: trio.abc.Cl
             async with ConnectionManager(
                 {"one": one.target, "two": two.target},
                 client_info={"name": "agent", "version": "2"},
-                roots=roots,
+                roots=["file:///work"],
             ) as manager:
                 for name in ("one", "two"):
                     assert await manager.request(name, "ping") == {}  # answered by the script

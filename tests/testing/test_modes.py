@@ -11,7 +11,14 @@ import pytest
 import trio
 from structlog.testing import capture_logs
 
-from mcpl_host import Connection, ConnectionClosed, RequestError, ServerNotification, TransportError
+from mcpl_host import (
+    Connection,
+    ConnectionClosed,
+    ListChanged,
+    RequestError,
+    ServerNotification,
+    TransportError,
+)
 from mcpl_host.events import Disconnected, Event
 from mcpl_host.testing import MODES, Mode, Script, ScriptFailed, serve
 
@@ -61,8 +68,8 @@ async def test_the_same_script_in_every_mode(mode: Mode) -> None:
                 assert conn.protocol_version == "2025-03-26"
                 assert await conn.request("tools/list") == {"tools": []}
             await server.wait_done()
-    assert [e.method for e in events if isinstance(e, ServerNotification)] == [
-        "notifications/tools/list_changed"
+    assert [e for e in events if isinstance(e, (ServerNotification, ListChanged))] == [
+        ListChanged("tools")
     ]
     record = server.record
     assert (record.connections, record.refused) == (2, 1)

@@ -1,0 +1,309 @@
+"""Typed MCP calls, as methods of :class:`~mcpl_host.Connection`.
+
+Each method sends one MCP request (a list method: one per page) through the
+connection's request machinery (timeouts, cancellation, progress, rebinding) and decodes
+the answer into :mod:`mcpl_host.client.types`. Lists are cached until the server says
+they changed; ``tools/call`` results are checked against the tool's ``outputSchema``.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from typing import Any, Final, TypeVar
+
+import structlog
+from msgspec import UNSET, Raw
+
+from .._pending import ProgressCallback
+from ..pagination import DEFAULT_MAX_PAGES, collect_raw
+from ..protocol.errors import McplHostError, OutputSchemaError
+from ..protocol.redact import Redactor
+from ..protocol.schema import UnsupportedSchema
+from .cache import ListCache, ListKind
+from .decode import decode_result
+from .types import (
+    CallToolResult,
+    Completion,
+    GetPromptResult,
+    LoggingLevel,
+    Prompt,
+    PromptRef,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    ResourceTemplateRef,
+    Tool,
+    WireType,
+)
+
+__all__ = ["ClientCalls"]
+
+_log = structlog.get_logger("mcpl_host.client")
+T = TypeVar("T", bound=WireType)
+
+
+class _CompleteResult(WireType):
+    completion: Completion
+
+
+# The paginated lists: cache slot, method, and the result member holding the items.
+_LISTS: Final[dict[type[Any], tuple[ListKind, str, str]]] = {
+    Tool: ("tools", "tools/list", "tools"),
+    Resource: ("resources", "resources/list", "resources"),
+    ResourceTemplate: ("resource_templates", "resources/templates/list", "resourceTemplates"),
+    Prompt: ("prompts", "prompts/list", "prompts"),
+}
+
+
+class ClientCalls(abc.ABC):
+    """The typed calls. Every method raises what :meth:`Connection.request
+    <mcpl_host.Connection.request>` raises (:class:`~mcpl_host.RequestError`,
+    :class:`~mcpl_host.RequestTimeout`, :class:`~mcpl_host.ConnectionClosed`), and a
+    :class:`~mcpl_host.ProtocolError` for an answer that does not fit its type (its
+    ``raw`` is the answer)."""
+
+    name: str
+    redactor: Redactor
+    _lists: ListCache
+
+    @abc.abstractmethod
+    async def _request_raw(
+        self,
+        method: str,
+        params: Any,
+        *,
+        timeout: float | None,
+        on_progress: ProgressCallback | None = None,
+        progress_resets_timeout: bool = False,
+        max_timeout: float | None = None,
+        rebind: bool | None = None,
+    ) -> Raw:
+        """One request; its result as raw JSON."""
+
+    # -- basics ------------------------------------------------------------------------
+
+    async def ping(self, *, timeout: float | None = None) -> None:
+        """Check the server answers (``ping``)."""
+        await self._request_raw("ping", UNSET, timeout=timeout)
+
+    async def set_logging_level(self, level: LoggingLevel, *, timeout: float | None = None) -> None:
+        """Ask the server to send ``notifications/message`` at ``level`` and above
+        (``logging/setLevel``; the server advertises the ``logging`` capability)."""
+        await self._request_raw("logging/setLevel", {"level": level}, timeout=timeout)
+
+    # -- tools -------------------------------------------------------------------------
+
+    async def list_tools(
+        self,
+        *,
+        refresh: bool = False,
+        max_pages: int = DEFAULT_MAX_PAGES,
+        timeout: float | None = None,
+    ) -> list[Tool]:
+        """Every tool, every page (see :meth:`list_resources` for caching and paging)."""
+        return await self._list(Tool, refresh=refresh, max_pages=max_pages, timeout=timeout)
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        progress_resets_timeout: bool = False,
+        max_timeout: float | None = None,
+        rebind: bool | None = None,
+        validate_output: bool = True,
+    ) -> CallToolResult:
+        """Call tool ``name``. A tool that failed is a result with ``is_error`` set, not an
+        exception. ``on_progress`` and the timeout options are those of
+        :meth:`Connection.request <mcpl_host.Connection.request>`.
+
+        When the tool declared an ``outputSchema`` (in the cached tool list, read first
+        if there is none), a successful result's ``structured_content`` must be present
+        and match it, else :class:`~mcpl_host.OutputSchemaError` (which carries the
+        result). ``validate_output=False`` skips the check.
+        """
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        raw = await self._request_raw(
+            "tools/call",
+            params,
+            timeout=timeout,
+            on_progress=on_progress,
+            progress_resets_timeout=progress_resets_timeout,
+            max_timeout=max_timeout,
+            rebind=rebind,
+        )
+        result = self._decode(raw, CallToolResult, "tools/call")
+        if validate_output and not result.is_error:
+            await self._check_output(name, result, timeout)
+        return result
+
+    async def _check_output(self, tool: str, result: CallToolResult, timeout: float | None) -> None:
+        if not self._lists.has_tools:
+            try:
+                await self.list_tools(timeout=timeout)
+            except McplHostError as exc:
+                # The call succeeded; failing it now would lose its result.
+                _log.warning(
+                    "tool result not validated",
+                    server=self.name,
+                    tool=self.redactor.log_value(tool, 64),
+                    reason=f"the tool list could not be read: {type(exc).__name__}",
+                )
+                return
+        validator = self._lists.output_validator(tool)
+        if validator is None:
+            return
+        if isinstance(validator, UnsupportedSchema):
+            _log.warning(
+                "tool result not validated",
+                server=self.name,
+                tool=self.redactor.log_value(tool, 64),
+                reason=self.redactor.log_value(str(validator)),
+            )
+            return
+        shown = self.redactor.log_value(tool, 64)
+        if result.structured_content is None:
+            raise OutputSchemaError(
+                f"tool {shown!r} declared an outputSchema but its result has no structuredContent",
+                tool=tool,
+                result=result,
+                violations=[],
+                server=self.name,
+            )
+        violations = validator.errors(result.structured_content)
+        if violations:
+            described = "; ".join(
+                f"{v.path or '/'}: {self.redactor.redact(v.message)}" for v in violations
+            )
+            raise OutputSchemaError(
+                f"the structuredContent of tool {shown!r} does not match its outputSchema: "
+                f"{described}",
+                tool=tool,
+                result=result,
+                violations=violations,
+                server=self.name,
+            )
+
+    # -- resources ---------------------------------------------------------------------
+
+    async def list_resources(
+        self,
+        *,
+        refresh: bool = False,
+        max_pages: int = DEFAULT_MAX_PAGES,
+        timeout: float | None = None,
+    ) -> list[Resource]:
+        """Every resource, every page.
+
+        The list is read once and then served from a cache until the server sends
+        ``notifications/resources/list_changed``, the transport is replaced, or
+        ``refresh=True``. Pages are followed by cursor; a repeated cursor or more than
+        ``max_pages`` pages raises :class:`~mcpl_host.ProtocolError` (never a partial
+        list). ``timeout`` bounds each page.
+        """
+        return await self._list(Resource, refresh=refresh, max_pages=max_pages, timeout=timeout)
+
+    async def list_resource_templates(
+        self,
+        *,
+        refresh: bool = False,
+        max_pages: int = DEFAULT_MAX_PAGES,
+        timeout: float | None = None,
+    ) -> list[ResourceTemplate]:
+        """Every resource template, every page (cached as :meth:`list_resources`)."""
+        return await self._list(
+            ResourceTemplate, refresh=refresh, max_pages=max_pages, timeout=timeout
+        )
+
+    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+        raw = await self._request_raw("resources/read", {"uri": uri}, timeout=timeout)
+        return self._decode(raw, ReadResourceResult, "resources/read")
+
+    async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        """Ask for ``notifications/resources/updated`` when ``uri`` changes (each arrives
+        as a :class:`~mcpl_host.ResourceUpdated` event)."""
+        await self._request_raw("resources/subscribe", {"uri": uri}, timeout=timeout)
+
+    async def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        await self._request_raw("resources/unsubscribe", {"uri": uri}, timeout=timeout)
+
+    # -- prompts -----------------------------------------------------------------------
+
+    async def list_prompts(
+        self,
+        *,
+        refresh: bool = False,
+        max_pages: int = DEFAULT_MAX_PAGES,
+        timeout: float | None = None,
+    ) -> list[Prompt]:
+        """Every prompt, every page (cached as :meth:`list_resources`)."""
+        return await self._list(Prompt, refresh=refresh, max_pages=max_pages, timeout=timeout)
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> GetPromptResult:
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        raw = await self._request_raw("prompts/get", params, timeout=timeout)
+        return self._decode(raw, GetPromptResult, "prompts/get")
+
+    # -- completion --------------------------------------------------------------------
+
+    async def complete(
+        self,
+        ref: PromptRef | ResourceTemplateRef,
+        argument: str,
+        value: str,
+        *,
+        context: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Completion:
+        """Suggestions for ``argument`` of a prompt or resource template, given the
+        ``value`` typed so far. ``context``: the other arguments already chosen
+        (2025-06-18; an older server ignores it)."""
+        params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
+        if context is not None:
+            params["context"] = {"arguments": dict(context)}
+        raw = await self._request_raw("completion/complete", params, timeout=timeout)
+        return self._decode(raw, _CompleteResult, "completion/complete").completion
+
+    # -- shared ------------------------------------------------------------------------
+
+    async def _list(
+        self, type_: type[T], *, refresh: bool, max_pages: int, timeout: float | None
+    ) -> list[T]:
+        kind, method, key = _LISTS[type_]
+        if not refresh:
+            cached = self._lists.get(kind)
+            if cached is not None:
+                return cached
+        generation = self._lists.generation(kind)
+
+        async def fetch(params: Any) -> Raw:
+            return await self._request_raw(method, params, timeout=timeout)
+
+        raws = await collect_raw(
+            fetch, method, key, max_pages=max_pages, server=self.name, safe=self.redactor.log_value
+        )
+        items = [
+            decode_result(item, type_, method=method, server=self.name, safe=self._safe)
+            for item in raws
+        ]
+        self._lists.store(kind, generation, items)
+        return items
+
+    def _decode(self, raw: Raw, type_: type[T], method: str) -> T:
+        return decode_result(raw, type_, method=method, server=self.name, safe=self._safe)
+
+    def _safe(self, text: str) -> str:
+        return self.redactor.log_value(text)

@@ -1,0 +1,45 @@
+"""What the host tells a server it can do, per revision (the ``capabilities`` of
+``initialize``).
+
+A capability is advertised only for a hook the embedder gave, and only in the shape the
+offered revision defines: a server reads an advertised capability as a promise, so the
+host never promises a request it would refuse.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .profiles import Profile
+
+__all__ = ["client_capabilities"]
+
+
+def client_capabilities(
+    offered: Profile,
+    *,
+    roots: bool = False,
+    sampling: bool = False,
+    elicitation: bool = False,
+    url_elicitation: bool = False,
+) -> dict[str, Any]:
+    """The ``capabilities`` object for ``initialize`` offering ``offered``'s revision.
+
+    ``roots``: the host answers ``roots/list`` and sends
+    ``notifications/roots/list_changed`` when its roots change. ``url_elicitation``: the
+    elicitation hook also handles URL mode (only said on revisions that define it).
+    """
+    capabilities: dict[str, Any] = {}
+    requests = offered.server_requests
+    if roots and "roots/list" in requests:
+        capabilities["roots"] = {"listChanged": True}
+    if sampling and "sampling/createMessage" in requests:
+        capabilities["sampling"] = {}
+    if elicitation and "elicitation/create" in requests:
+        if not offered.url_elicitation:
+            capabilities["elicitation"] = {}  # 2025-06-18: form is the only mode
+        elif url_elicitation:
+            capabilities["elicitation"] = {"form": {}, "url": {}}
+        else:
+            capabilities["elicitation"] = {"form": {}}
+    return capabilities
