@@ -3,15 +3,26 @@
 Run it as ``python -m mcpl_host.demo``. It speaks newline-delimited JSON-RPC on
 stdin/stdout and implements initialize, ping, and:
 
-- tools: ``echo``, ``add``, ``sleep`` (answers after the seconds it is given) and
-  ``countdown`` (counts ``steps`` down, ``delay`` seconds apart, sending
-  ``notifications/progress`` when the request carries ``_meta.progressToken``, and
-  stopping without an answer when the host cancels it or closes stdin);
-- resources: ``demo://readme`` (text), and the template ``demo://echo/{text}``;
-- prompts: ``greet`` (argument ``name``).
+- tools: ``echo``, ``add`` (with ``structuredContent`` ``{"sum": ...}`` matching its
+  ``outputSchema``), ``sleep`` (answers after the seconds it is given), ``countdown``
+  (counts ``steps`` down, ``delay`` seconds apart, sending ``notifications/progress``
+  when the request carries ``_meta.progressToken``, and stopping without an answer when
+  the host cancels it or closes stdin), ``wrong_shape`` (``structuredContent`` that does
+  not match its ``outputSchema``), ``log`` (sends ``notifications/message`` at ``level``
+  unless ``logging/setLevel`` filters it), ``touch`` (sends
+  ``notifications/resources/updated`` for a subscribed ``uri``) and ``ask`` (sends the
+  client ``roots/list``, ``sampling/createMessage`` or ``elicitation/create``, if the
+  client advertised the capability, and answers with what came back);
+- resources: ``demo://readme`` (text), and the template ``demo://echo/{text}``; both
+  can be subscribed to (``resources/subscribe``, ``resources/unsubscribe``);
+- prompts: ``greet`` (argument ``name``);
+- logging: ``logging/setLevel`` (default ``info``);
+- completions: ``completion/complete`` for ``greet``'s ``name`` and the template's
+  ``text``.
 
 Anything else is answered as a careful server would. It is synchronous on purpose: one
 line in, one line out, so a client's speed is what a benchmark against it measures.
+While ``ask`` waits for the client's response, other lines wait their turn.
 """
 
 from __future__ import annotations
@@ -33,6 +44,42 @@ SUPPORTED = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 RESOURCE_NOT_FOUND: Final = -32002
 _MAX_STEPS: Final = 100
 _MAX_DELAY: Final = 10.0
+# MCP's logging levels (syslog's), least severe first: a level lets through itself and
+# everything after it.
+LOG_LEVELS: Final = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+# What ``ask`` can ask for: the client capability it needs, the method, its params.
+_ASKS: Final[dict[str, tuple[str, str, dict[str, Any] | None]]] = {
+    "roots": ("roots", "roots/list", None),
+    "sample": (
+        "sampling",
+        "sampling/createMessage",
+        {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Say hello"}}],
+            "maxTokens": 50,
+        },
+    ),
+    "elicit": (
+        "elicitation",
+        "elicitation/create",
+        {
+            "message": "What is your name?",
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"],
+            },
+        },
+    ),
+}
 
 TOOLS = [
     {
@@ -52,6 +99,11 @@ TOOLS = [
             "type": "object",
             "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
             "required": ["a", "b"],
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {"sum": {"type": "number"}},
+            "required": ["sum"],
         },
         "annotations": {"readOnlyHint": True},
     },
@@ -81,13 +133,72 @@ TOOLS = [
         },
         "annotations": {"readOnlyHint": True},
     },
+    {
+        "name": "wrong_shape",
+        "description": (
+            "Returns structuredContent that does not match its outputSchema, "
+            "for testing clients' output validation."
+        ),
+        "inputSchema": {"type": "object", "properties": {}},
+        "outputSchema": {
+            "type": "object",
+            "properties": {"count": {"type": "integer"}},
+            "required": ["count"],
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "log",
+        "description": (
+            "Send text as a log message (notifications/message) at the given level, "
+            "unless the level set with logging/setLevel filters it out."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "level": {"type": "string", "enum": list(LOG_LEVELS)},
+                "text": {"type": "string"},
+            },
+            "required": ["level", "text"],
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "touch",
+        "description": (
+            "Send notifications/resources/updated for a resource, if the client subscribed to it."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {"uri": {"type": "string"}},
+            "required": ["uri"],
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "ask",
+        "description": (
+            "Ask the client for its roots, a sampled message, or (elicitation) the "
+            "user's name, and answer with what it said."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {"what": {"type": "string", "enum": list(_ASKS)}},
+            "required": ["what"],
+        },
+        "annotations": {"readOnlyHint": True},
+    },
 ]
 
 README_URI: Final = "demo://readme"
 README_TEXT: Final = (
     "# mcpl-host demo server\n\n"
-    "Tools: echo, add, sleep, countdown. Resources: demo://readme and demo://echo/{text}. "
-    "Prompts: greet.\n"
+    "Tools: echo, add, sleep, countdown, wrong_shape, log, touch, ask. "
+    "Resources: demo://readme and demo://echo/{text}, both subscribable. "
+    "Prompts: greet.\n\n"
+    "Logging: logging/setLevel, and the log tool's notifications/message. "
+    "Completions: greet's name, and demo://echo/{text}'s text. "
+    "The ask tool asks the client for roots, sampling or elicitation.\n"
 )
 RESOURCES = [
     {
@@ -114,14 +225,31 @@ PROMPTS = [
         "arguments": [{"name": "name", "description": "Who to greet.", "required": True}],
     },
 ]
+# What completion/complete offers, by (reference type, prompt name or URI template,
+# argument name).
+COMPLETIONS: Final[dict[tuple[str, str, str], tuple[str, ...]]] = {
+    ("ref/prompt", "greet", "name"): ("Ada", "Alan", "Grace", "Linus"),
+    ("ref/resource", _ECHO_PREFIX + "{text}", "text"): ("hello", "hi", "howdy"),
+}
+
+
+class NoClient(Exception):
+    """The session has no client to send a request to."""
 
 
 class Session:
-    """What a request can do besides answering: notify, and pause watching for a cancel.
+    """What a request can do besides answering: notify, pause watching for a cancel, and
+    ask the client; and what the server remembers of its client between messages.
 
     This plain one, used when :func:`handle` is called alone (behind a test's socket),
-    sends nothing and sleeps for real; :func:`main` passes one wired to stdin/stdout.
+    sends nothing, sleeps for real and has nobody to ask; :func:`main` passes one wired
+    to stdin/stdout. A subclass that is asked to remember calls ``super().__init__()``.
     """
+
+    def __init__(self) -> None:
+        self.client_capabilities: dict[str, Any] = {}
+        self.log_level = "info"
+        self.subscriptions: set[str] = set()
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         """Send a notification (here: dropped)."""
@@ -131,6 +259,19 @@ class Session:
         del request_id  # nothing can cancel it here: there is no input to watch
         time.sleep(seconds)
         return True
+
+    def ask(
+        self, method: str, params: dict[str, Any] | None, request_id: Any
+    ) -> dict[str, Any] | None:
+        """Send the client a request and return its response (the JSON-RPC message, with
+        ``result`` or ``error``); None if ``request_id`` was cancelled (or input ended)
+        meanwhile. Here there is no client: raises :class:`NoClient`."""
+        del method, params, request_id  # there is nobody to send them to
+        raise NoClient
+
+
+# Called alone, handle() remembers in this one (one client per process, as over stdio).
+_ALONE = Session()
 
 
 def _result(id_: Any, result: Any) -> dict[str, Any]:
@@ -158,30 +299,19 @@ def handle(message: Any, session: Session | None = None) -> dict[str, Any] | Non
             else _error(None, -32600, "Invalid Request")
         )
     if "id" not in message:
-        return None
+        return None  # notifications (cancelled, initialized, roots/list_changed) need nothing
     id_, method = message["id"], message["method"]
     params = message.get("params") or {}
+    session = session or _ALONE
     if method == "initialize":
-        asked = params.get("protocolVersion")
-        return _result(
-            id_,
-            {
-                "protocolVersion": asked if asked in SUPPORTED else SUPPORTED[0],
-                "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
-                "serverInfo": {"name": "mcpl-host-demo", "version": "1.0.0"},
-                "instructions": (
-                    "A demo server: tools echo, add, sleep and countdown, "
-                    "the resource demo://readme and the prompt greet."
-                ),
-            },
-        )
+        return _initialize(id_, params, session)
     if method == "ping":
         return _result(id_, {})
     if method == "tools/list":
         return _result(id_, {"tools": TOOLS})
     if method == "tools/call":
         try:
-            result = _call_tool(id_, params, session or Session())
+            result = _call_tool(id_, params, session)
         except _Refusal as refusal:
             return _error(id_, refusal.code, refusal.message)
         return None if result is None else _result(id_, result)
@@ -191,11 +321,44 @@ def handle(message: Any, session: Session | None = None) -> dict[str, Any] | Non
         return _result(id_, {"resourceTemplates": RESOURCE_TEMPLATES})
     if method == "resources/read":
         return _read_resource(id_, params.get("uri"))
+    if method in ("resources/subscribe", "resources/unsubscribe"):
+        return _subscribe(id_, params.get("uri"), session, on=method == "resources/subscribe")
     if method == "prompts/list":
         return _result(id_, {"prompts": PROMPTS})
     if method == "prompts/get":
         return _get_prompt(id_, params)
+    if method == "logging/setLevel":
+        return _set_level(id_, params.get("level"), session)
+    if method == "completion/complete":
+        return _complete(id_, params)
     return _error(id_, -32601, f"Method not found: {method}")
+
+
+def _initialize(id_: Any, params: dict[str, Any], session: Session) -> dict[str, Any]:
+    # Remembered so that ``ask`` only sends what the client said it can answer.
+    capabilities = params.get("capabilities")
+    session.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+    asked = params.get("protocolVersion")
+    return _result(
+        id_,
+        {
+            "protocolVersion": asked if asked in SUPPORTED else SUPPORTED[0],
+            "capabilities": {
+                "tools": {},
+                "resources": {"subscribe": True},
+                "prompts": {},
+                "logging": {},
+                "completions": {},
+            },
+            "serverInfo": {"name": "mcpl-host-demo", "version": "1.0.0"},
+            "instructions": (
+                "A demo server: tools echo, add, sleep, countdown, wrong_shape, log, touch "
+                "and ask (roots, sampling, elicitation), the resource demo://readme and "
+                "the template demo://echo/{text} (both subscribable), the prompt greet, "
+                "logging, and completions for greet and the template."
+            ),
+        },
+    )
 
 
 def _call_tool(id_: Any, params: dict[str, Any], session: Session) -> dict[str, Any] | None:
@@ -208,7 +371,9 @@ def _call_tool(id_: Any, params: dict[str, Any], session: Session) -> dict[str, 
             total = args["a"] + args["b"]
         except (KeyError, TypeError):
             return _text("a and b must be numbers", is_error=True)
-        return _text(str(total))
+        result = _text(str(total))
+        result["structuredContent"] = {"sum": total}
+        return result
     if name == "sleep":
         seconds = args.get("seconds")
         if not isinstance(seconds, (int, float)) or not 0 <= seconds <= 60:
@@ -219,6 +384,17 @@ def _call_tool(id_: Any, params: dict[str, Any], session: Session) -> dict[str, 
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         return _countdown(id_, args, token, session)
+    if name == "wrong_shape":
+        # "many" where the outputSchema says integer: a validating client must notice.
+        result = _text('{"count": "many"}')
+        result["structuredContent"] = {"count": "many"}
+        return result
+    if name == "log":
+        return _log(args, session)
+    if name == "touch":
+        return _touch(args, session)
+    if name == "ask":
+        return _ask(id_, args, session)
     raise _Refusal(-32602, f"Unknown tool: {name}")
 
 
@@ -250,9 +426,104 @@ def _countdown(
     return _text(f"liftoff after {steps} steps")
 
 
+def _log(args: dict[str, Any], session: Session) -> dict[str, Any]:
+    level, text = args.get("level"), args.get("text")
+    if level not in LOG_LEVELS:
+        return _text(f"level: one of {', '.join(LOG_LEVELS)}", is_error=True)
+    if not isinstance(text, str):
+        return _text("text must be a string", is_error=True)
+    if LOG_LEVELS.index(level) < LOG_LEVELS.index(session.log_level):
+        return _text("filtered")
+    session.notify("notifications/message", {"level": level, "logger": "demo", "data": text})
+    return _text("logged")
+
+
+def _touch(args: dict[str, Any], session: Session) -> dict[str, Any]:
+    uri = args.get("uri")
+    if not isinstance(uri, str):
+        return _text("uri must be a string", is_error=True)
+    if uri not in session.subscriptions:
+        return _text("not subscribed")
+    session.notify("notifications/resources/updated", {"uri": uri})
+    return _text("updated")
+
+
+def _ask(id_: Any, args: dict[str, Any], session: Session) -> dict[str, Any] | None:
+    what = args.get("what")
+    if what not in _ASKS:
+        return _text(f"what: one of {', '.join(_ASKS)}", is_error=True)
+    capability, method, params = _ASKS[what]
+    if capability not in session.client_capabilities:
+        return _text(f"the client did not advertise {capability}", is_error=True)
+    try:
+        response = session.ask(method, params, id_)
+    except NoClient:
+        return _text("no client to ask", is_error=True)
+    if response is None:
+        return None  # cancelled, or the client is gone: nobody waits for the answer
+    error = response.get("error")
+    if error is not None:
+        message = error.get("message") if isinstance(error, dict) else error
+        return _text(f"the client refused: {message}", is_error=True)
+    try:
+        return _text(_what_came_back(what, response.get("result")))
+    except (AttributeError, KeyError, TypeError):
+        # A malformed answer is the client's fault; say so rather than crash the server.
+        return _text(f"the client's answer to {method} did not fit it", is_error=True)
+
+
+def _what_came_back(what: str, result: Any) -> str:
+    if what == "roots":
+        uris = [str(root["uri"]) for root in result["roots"]]
+        return "roots: " + (", ".join(uris) or "(none)")
+    if what == "sample":
+        content = result["content"]  # since 2025-11-25 it may be a list of blocks
+        blocks = content if isinstance(content, list) else [content]
+        said = " ".join(str(b["text"]) for b in blocks if b.get("type") == "text")
+        return f"model {result['model']} said: {said}"
+    action = result["action"]
+    return f"hello, {result['content']['name']}" if action == "accept" else f"elicitation {action}"
+
+
 def _within(value: float, low: float, high: float) -> bool:
     # JSON true is not a number, though Python's bool is an int.
     return not isinstance(value, bool) and low <= value <= high
+
+
+def _is_resource(uri: Any) -> bool:
+    return uri == README_URI or (isinstance(uri, str) and uri.startswith(_ECHO_PREFIX))
+
+
+def _subscribe(id_: Any, uri: Any, session: Session, *, on: bool) -> dict[str, Any]:
+    if not _is_resource(uri):
+        return _error(id_, RESOURCE_NOT_FOUND, f"Resource not found: {uri}")
+    if on:
+        session.subscriptions.add(uri)
+    else:
+        session.subscriptions.discard(uri)
+    return _result(id_, {})
+
+
+def _set_level(id_: Any, level: Any, session: Session) -> dict[str, Any]:
+    if level not in LOG_LEVELS:
+        return _error(id_, -32602, f"Unknown log level: {level}")
+    session.log_level = level
+    return _result(id_, {})
+
+
+def _complete(id_: Any, params: dict[str, Any]) -> dict[str, Any]:
+    ref, argument = params.get("ref"), params.get("argument")
+    if not isinstance(ref, dict) or not isinstance(argument, dict):
+        return _error(id_, -32602, "completion/complete needs ref and argument")
+    kind = ref.get("type")
+    target = ref.get("name") if kind == "ref/prompt" else ref.get("uri")
+    key: tuple[Any, Any, Any] = (kind, target, argument.get("name"))  # not all strings
+    candidates = COMPLETIONS.get(key)
+    if candidates is None:
+        return _error(id_, -32602, f"No completions for {kind} {target} {argument.get('name')}")
+    typed = str(argument.get("value", "")).lower()
+    values = [value for value in candidates if value.lower().startswith(typed)]
+    return _result(id_, {"completion": {"values": values, "total": len(values), "hasMore": False}})
 
 
 def _read_resource(id_: Any, uri: Any) -> dict[str, Any]:
@@ -296,11 +567,13 @@ class _Refusal(Exception):
 
 class _StdioSession(Session):
     """stdin read with ``os.read``, so that a pause can watch it (``select``) for a
-    ``notifications/cancelled`` naming the running request; other lines that arrive
-    meanwhile wait their turn."""
+    ``notifications/cancelled`` naming the running request, and ``ask`` for the client's
+    response; other lines that arrive meanwhile wait their turn."""
 
     def __init__(self, write: Callable[[dict[str, Any]], None], fd: int = 0) -> None:
+        super().__init__()
         self._write = write
+        self._asked = 0
         self._fd = fd
         self._buffer = bytearray()
         self._lines: deque[bytes] = deque()
@@ -332,6 +605,47 @@ class _StdioSession(Session):
                 if self._take_cancel(before, request_id):
                     return False
         return False  # the host is gone: nobody waits for the answer
+
+    def ask(
+        self, method: str, params: dict[str, Any] | None, request_id: Any
+    ) -> dict[str, Any] | None:
+        if self._eof:
+            return None  # the client is gone: nobody would answer
+        self._asked += 1
+        ask_id = f"demo-{self._asked}"
+        request: dict[str, Any] = {"jsonrpc": "2.0", "id": ask_id, "method": method}
+        if params is not None:
+            request["params"] = params
+        self._write(request)
+        start = len(self._lines)  # lines queued before it was sent cannot answer it
+        while True:
+            response = self._take_response(start, ask_id)
+            if response is not None:
+                return response
+            if self._take_cancel(start, request_id):
+                # The host gave up on the tool call, so the question is moot too.
+                self.notify("notifications/cancelled", {"requestId": ask_id})
+                return None
+            if self._eof:
+                return None
+            start = len(self._lines)
+            self._read()
+
+    def _take_response(self, start: int, ask_id: str) -> dict[str, Any] | None:
+        for index in range(start, len(self._lines)):
+            try:
+                message = self._decoder.decode(self._lines[index])
+            except msgspec.DecodeError:
+                continue
+            if (
+                isinstance(message, dict)
+                and "method" not in message
+                and message.get("id") == ask_id
+                and ("result" in message or "error" in message)
+            ):
+                del self._lines[index]
+                return message
+        return None
 
     def _read(self) -> None:
         chunk = os.read(self._fd, 65536)
