@@ -11,7 +11,7 @@ import trio
 from msgspec import UNSET
 
 from .._lifetime import OwnsNursery
-from ..client.hooks import ElicitationHook, SamplingHook
+from ..client.hooks import ElicitationHook, SamplingHook, as_roots
 from ..client.types import Root
 from ..config import load_config
 from ..connection import (
@@ -227,6 +227,21 @@ class ConnectionManager(OwnsNursery):
             max_timeout=max_timeout,
             rebind=rebind,
         )
+
+    async def set_roots(self, roots: Iterable[Root | str]) -> None:
+        """Replace the roots offered to every server: each connected one is told
+        (``notifications/roots/list_changed``), and servers that connect later get them.
+
+        Raises ``ValueError`` when the manager was made without ``roots``, ``TypeError``
+        for a root that is neither a Root nor a string.
+        """
+        if self._new_connection.keywords.get("roots") is None:
+            raise ValueError("this manager offers no roots: pass roots=[...] to ConnectionManager")
+        chosen = as_roots(roots)
+        self._new_connection = functools.partial(self._new_connection, roots=chosen)
+        for server in self._servers.values():
+            if server.connection is not None:
+                await server.connection.set_roots(chosen)
 
     def _server(self, name: str) -> ManagedServer:
         try:

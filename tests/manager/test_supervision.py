@@ -270,3 +270,30 @@ async def test_connection_options_reach_every_server(autojump_clock: trio.abc.Cl
                 assert initialize["clientInfo"] == {"name": "agent", "version": "2"}
                 assert "roots" in initialize["capabilities"]
                 assert server.record.answers()[0]["result"] == {"roots": [{"uri": "file:///work"}]}
+
+
+async def test_new_roots_reach_every_server(autojump_clock: trio.abc.Clock) -> None:
+    def script() -> Script:
+        return (
+            Script()
+            .handshake()
+            .expect("notifications/roots/list_changed")
+            .send_request("roots/list")
+            .expect_answer()
+            .expect_close()
+        )
+
+    with trio.fail_after(60):
+        async with serve(script()) as one, serve(script()) as two:
+            async with ConnectionManager(
+                {"one": one.target, "two": two.target}, roots=["file:///old"]
+            ) as manager:
+                await manager.set_roots(["file:///new"])
+                while not (one.record.answers() and two.record.answers()):
+                    await trio.sleep(0.01)
+            for server in (one, two):
+                await server.wait_done()
+                assert server.record.answers()[0]["result"] == {"roots": [{"uri": "file:///new"}]}
+        async with ConnectionManager({}) as manager:
+            with pytest.raises(ValueError, match="offers no roots"):
+                await manager.set_roots(["file:///x"])
