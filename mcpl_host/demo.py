@@ -233,10 +233,6 @@ COMPLETIONS: Final[dict[tuple[str, str, str], tuple[str, ...]]] = {
 }
 
 
-class NoClient(Exception):
-    """The session has no client to send a request to."""
-
-
 class Session:
     """What a request can do besides answering: notify, pause watching for a cancel, and
     ask the client; and what the server remembers of its client between messages.
@@ -245,6 +241,8 @@ class Session:
     sends nothing, sleeps for real and has nobody to ask; :func:`main` passes one wired
     to stdin/stdout. A subclass that is asked to remember calls ``super().__init__()``.
     """
+
+    has_client = False  # whether ask() reaches anyone
 
     def __init__(self) -> None:
         self.client_capabilities: dict[str, Any] = {}
@@ -265,9 +263,9 @@ class Session:
     ) -> dict[str, Any] | None:
         """Send the client a request and return its response (the JSON-RPC message, with
         ``result`` or ``error``); None if ``request_id`` was cancelled (or input ended)
-        meanwhile. Here there is no client: raises :class:`NoClient`."""
-        del method, params, request_id  # there is nobody to send them to
-        raise NoClient
+        meanwhile. Only called when ``has_client``: here there is nobody to ask."""
+        del params, request_id
+        raise RuntimeError(f"no client to send {method} to")
 
 
 # Called alone, handle() remembers in this one (one client per process, as over stdio).
@@ -453,12 +451,11 @@ def _ask(id_: Any, args: dict[str, Any], session: Session) -> dict[str, Any] | N
     if what not in _ASKS:
         return _text(f"what: one of {', '.join(_ASKS)}", is_error=True)
     capability, method, params = _ASKS[what]
+    if not session.has_client:
+        return _text("no client to ask", is_error=True)
     if capability not in session.client_capabilities:
         return _text(f"the client did not advertise {capability}", is_error=True)
-    try:
-        response = session.ask(method, params, id_)
-    except NoClient:
-        return _text("no client to ask", is_error=True)
+    response = session.ask(method, params, id_)
     if response is None:
         return None  # cancelled, or the client is gone: nobody waits for the answer
     error = response.get("error")
@@ -570,6 +567,8 @@ class _StdioSession(Session):
     ``notifications/cancelled`` naming the running request, and ``ask`` for the client's
     response; other lines that arrive meanwhile wait their turn."""
 
+    has_client = True
+
     def __init__(self, write: Callable[[dict[str, Any]], None], fd: int = 0) -> None:
         super().__init__()
         self._write = write
@@ -617,7 +616,9 @@ class _StdioSession(Session):
         if params is not None:
             request["params"] = params
         self._write(request)
-        start = len(self._lines)  # lines queued before it was sent cannot answer it
+        # From the first queued line: a scripted client may have written its answer (or
+        # a cancel) before reading the request, and it may already be here.
+        start = 0
         while True:
             response = self._take_response(start, ask_id)
             if response is not None:

@@ -25,13 +25,28 @@ def test_json_report_fields_and_types() -> None:
     assert report["target"].startswith("stdio:")
     assert report["protocolVersion"] == "2025-11-25"
     assert report["serverInfo"] == {"name": "mcpl-host-demo", "version": "1.0.0"}
-    assert report["capabilities"] == {"tools": {}, "resources": {}, "prompts": {}}
+    assert report["capabilities"] == {
+        "tools": {},
+        "resources": {"subscribe": True},
+        "prompts": {},
+        "logging": {},
+        "completions": {},
+    }
     assert isinstance(report["instructions"], str)
     timings = report["timings_ms"]
     assert set(timings) == {"spawn", "initialize", "list", "total"}
     assert all(isinstance(v, float) and v >= 0 for v in timings.values())
     assert timings["total"] >= timings["initialize"]
-    assert [t["name"] for t in report["tools"]] == ["echo", "add", "sleep", "countdown"]
+    assert [t["name"] for t in report["tools"]] == [
+        "echo",
+        "add",
+        "sleep",
+        "countdown",
+        "wrong_shape",
+        "log",
+        "touch",
+        "ask",
+    ]
     assert all(isinstance(t["inputSchema"], dict) for t in report["tools"])
     assert [r["uri"] for r in report["resources"]] == ["demo://readme"]
     assert [t["uriTemplate"] for t in report["resourceTemplates"]] == ["demo://echo/{text}"]
@@ -69,7 +84,7 @@ def test_readable_report_lists_the_tools() -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "mcpl-host-demo 1.0.0" in out
-    assert "tools (4)" in out
+    assert "tools (8)" in out
     for tool in ("echo", "add", "sleep", "countdown"):
         assert f"\n  {tool} " in out
     assert "Return the text it is given." in out
@@ -105,7 +120,7 @@ def test_colour_only_on_a_terminal_without_no_color(no_color: str | None, colour
     finally:
         os.close(leader)
     out = b"".join(chunks).decode()
-    assert "tools (4)" in out
+    assert "tools (8)" in out
     assert ("\x1b[" in out) is coloured
 
 

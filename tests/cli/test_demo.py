@@ -36,10 +36,25 @@ def _countdown(args: dict[str, Any], meta: dict[str, Any] | None = None) -> dict
 def test_capabilities_and_lists() -> None:
     answer = handle(_request("initialize", {"protocolVersion": "2025-06-18"}))
     assert answer is not None
-    assert answer["result"]["capabilities"] == {"tools": {}, "resources": {}, "prompts": {}}
+    assert answer["result"]["capabilities"] == {
+        "tools": {},
+        "resources": {"subscribe": True},
+        "prompts": {},
+        "logging": {},
+        "completions": {},
+    }
     tools = handle(_request("tools/list", {}))
     assert tools is not None
-    assert [t["name"] for t in tools["result"]["tools"]] == ["echo", "add", "sleep", "countdown"]
+    assert [t["name"] for t in tools["result"]["tools"]] == [
+        "echo",
+        "add",
+        "sleep",
+        "countdown",
+        "wrong_shape",
+        "log",
+        "touch",
+        "ask",
+    ]
 
 
 def test_countdown_reports_progress_with_the_token() -> None:

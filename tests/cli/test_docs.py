@@ -14,7 +14,7 @@ from .helpers import TIMEOUT
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 # What an example's output must hold, by a fragment of its command line.
 EXPECTED = {
-    "connect --demo": ["tools (4)", "countdown", "greet(name)"],
+    "connect --demo": ["tools (8)", "countdown", "greet(name)"],
     "--versions 2025-03-26": ['"protocolVersion": "2025-03-26"'],
     "--tool add": ["\n42\n"],
     "--tool countdown": ["progress 1/3: 2 to go", "liftoff after 3 steps"],

@@ -70,7 +70,16 @@ async def test_stdio_demo_server_calls_and_concurrency() -> None:
         async with Connection(StdioTarget.of(DEMO), on_event=events.append) as conn:
             assert conn.server_info["name"] == "mcpl-host-demo"
             tools = await conn.request("tools/list")
-            assert [t["name"] for t in tools["tools"]] == ["echo", "add", "sleep", "countdown"]
+            assert [t["name"] for t in tools["tools"]] == [
+                "echo",
+                "add",
+                "sleep",
+                "countdown",
+                "wrong_shape",
+                "log",
+                "touch",
+                "ask",
+            ]
             result = await conn.request(
                 "tools/call", {"name": "add", "arguments": {"a": 2, "b": 40}}
             )
