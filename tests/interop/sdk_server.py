@@ -6,7 +6,7 @@ Run it over stdio::
 
 It uses the SDK's high-level API, which in mcp 2.x is `mcp.server.mcpserver.MCPServer`
 (the successor of v1's `FastMCP`; `mcp.server.fastmcp` no longer exists). Everything it
-answers is deterministic, so tests can assert exact results; tests/interop/NOTES.md records
+answers is deterministic, so tests can assert exact results; tests/interop/README.md records
 the wire facts.
 
 A few things the high-level API does not offer are reached through the low-level server

@@ -1,7 +1,7 @@
 """Interop with @modelcontextprotocol/server-everything (npm, pinned), over stdio with node.
 
 No mocks: the real server, the typed calls, the hooks. Results are asserted as the server
-produces them (tests/interop/NOTES.md has the wire facts they come from).
+produces them (tests/interop/README.md has the wire facts they come from).
 """
 
 from __future__ import annotations
