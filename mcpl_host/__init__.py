@@ -66,7 +66,14 @@ from .protocol.profiles import KNOWN_REVISIONS, PROFILES, Profile
 from .protocol.redact import Redactor
 from .reconnect import Reconnect
 from .responder import Handler, Responder, ServerRequest
-from .transports.targets import StdioTarget, Target, TcpTarget, UnixTarget, parse_target
+from .transports.targets import (
+    StdioTarget,
+    Target,
+    TcpTarget,
+    UnixTarget,
+    WebSocketTarget,
+    parse_target,
+)
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -135,6 +142,7 @@ __all__ = [
     "UnknownServer",
     "UnknownTool",
     "VersionError",
+    "WebSocketTarget",
     "parse_target",
 ]
 

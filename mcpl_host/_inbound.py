@@ -18,6 +18,7 @@ import trio
 from msgspec import UNSET, Raw
 
 from ._epoch import BatchSlot, Epoch
+from ._mcpl import McplSession
 from ._pending import PROGRESS, Pending
 from ._timeouts import TimeoutWatch
 from .protocol.batch import BatchAnswers, BatchPlan, BatchRefused, plan_batch
@@ -76,6 +77,7 @@ class Inbound:
         on_wire: Callable[[str, bytes], None] | None = None,
     ) -> None:
         self.server = server
+        self.mcpl: McplSession | None = None  # set by the connection when MCPL is on
         self._pending = pending
         self._abandoned = abandoned
         self._progress = progress
@@ -241,6 +243,9 @@ class Inbound:
     ) -> None:
         sink = epoch if batch is None else BatchSlot(epoch, batch, index)
         responder = Responder(sink, request.id, request.method)
+        if self.mcpl is not None and self.mcpl.takes(request.method):
+            self.mcpl.on_request(epoch, request, responder)
+            return
         handler = self._handlers.get(request.method)
         profile = epoch.profile
         assert profile is not None
@@ -257,6 +262,12 @@ class Inbound:
             )
             self._spawn(responder.error, METHOD_NOT_FOUND, f"Method not found: {request.method}")
             return
+        self.dispatch(epoch, request, responder, handler)
+
+    def dispatch(
+        self, epoch: Epoch, request: Request, responder: Responder, handler: Handler
+    ) -> None:
+        """Serve ``request`` with ``handler`` in a task of its own, within the bound."""
         if len(epoch.inbound) >= self.max_server_requests:
             epoch.log.warning(
                 "message",
@@ -358,6 +369,9 @@ class Inbound:
             return
         if note.method == "notifications/progress":
             self._on_progress(note.params)
+            return
+        if self.mcpl is not None and self.mcpl.takes(note.method):
+            self.mcpl.on_notification(epoch, note)
             return
         self._notify(note.method, note.params)
 

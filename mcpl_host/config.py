@@ -9,11 +9,13 @@ The ``mcpServers`` object desktop MCP clients use::
     }}
 
 A stdio server has ``command`` (and optionally ``args``, ``env``, ``cwd``); a socket
-server has ``url`` (``tcp://HOST:PORT`` or ``unix:PATH``). Every error names the file
-and the key. Other keys clients add (``type``, ``timeout``, ``autoApprove``...) are
-ignored. A well-formed server whose URL scheme the host does not speak yet
-(``http(s)://``, ``ws(s)://``) is kept with its ``problem`` set, so that one such entry
-does not make the rest of the file unusable.
+server has ``url`` (``tcp://HOST:PORT`` or ``unix:PATH``); a WebSocket server has a
+``ws://`` or ``wss://`` ``url`` and optionally ``headers`` (names to values) and
+``token`` (sent as the ``token`` query parameter). Every error names the file and the
+key, never a header value or a token. Other keys clients add (``type``, ``timeout``,
+``autoApprove``...) are ignored. A well-formed server whose URL scheme the host does not
+speak yet (``http(s)://``) is kept with its ``problem`` set, so that one such entry does
+not make the rest of the file unusable.
 """
 
 from __future__ import annotations
@@ -28,11 +30,12 @@ import msgspec
 
 from .protocol.errors import ConfigurationError
 from .protocol.redact import Redactor
-from .transports.targets import StdioTarget, Target, parse_target
+from .transports.targets import StdioTarget, Target, WebSocketTarget, parse_target
 
 __all__ = ["ServerConfig", "load_config", "parse_config"]
 
-_LATER_SCHEMES = ("http://", "https://", "ws://", "wss://")
+_LATER_SCHEMES = ("http", "https")
+_WEBSOCKET_SCHEMES = ("ws", "wss")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,15 +96,17 @@ def _server(name: str, entry: Any, source: str) -> ServerConfig:
         url = entry["url"]
         if not isinstance(url, str):
             raise ConfigurationError(f"{where}.url must be a string")
-        if url.startswith(_LATER_SCHEMES):
-            scheme = url.split(":", 1)[0]
+        scheme, sep, _ = url.partition("://")
+        if sep and scheme.lower() in _LATER_SCHEMES:
             return ServerConfig(
                 name,
                 None,
                 at,
-                problem=f"{scheme}:// servers are not supported yet",
+                problem=f"{scheme.lower()}:// servers are not supported yet",
                 disabled=disabled,
             )
+        if sep and scheme.lower() in _WEBSOCKET_SCHEMES:
+            return ServerConfig(name, _websocket(entry, url, where), at, disabled=disabled)
         try:
             return ServerConfig(name, parse_target(url), at, disabled=disabled)
         except ConfigurationError as exc:
@@ -126,3 +131,21 @@ def _server(name: str, entry: Any, source: str) -> ServerConfig:
         redactor = Redactor.from_config(env=env, args=args)
         raise ConfigurationError(f"{where}: {redactor.log_value(exc.message)}") from None
     return ServerConfig(name, target, at, disabled=disabled)
+
+
+def _websocket(entry: dict[str, Any], url: str, where: str) -> WebSocketTarget:
+    headers = entry.get("headers", {})
+    if not isinstance(headers, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+    ):
+        # Name the key only: header values are credentials.
+        raise ConfigurationError(f"{where}.headers must map names to string values")
+    token = entry.get("token")
+    if token is not None and (not isinstance(token, str) or not token):
+        raise ConfigurationError(f"{where}.token must be a non-empty string")
+    try:
+        return WebSocketTarget(url, token=token, headers=headers)
+    except ConfigurationError as exc:
+        redactor = Redactor.from_config(headers=headers, urls=[url])
+        secrets = [*redactor.secrets, *headers.values(), *([token] if token else [])]
+        raise ConfigurationError(f"{where}: {Redactor(secrets).log_value(exc.message)}") from None

@@ -26,6 +26,7 @@ from msgspec import UNSET, Raw
 from ._epoch import Epoch
 from ._inbound import Inbound
 from ._lifetime import OwnsNursery
+from ._mcpl import McplSession
 from ._outbound import Outbound
 from ._pending import ProgressCallback
 from .client.cache import ListCache
@@ -51,6 +52,7 @@ from .events import (
     Reconnecting,
     StderrLine,
 )
+from .mcpl.host import Mcpl
 from .protocol.capabilities import client_capabilities
 from .protocol.errors import (
     ConnectionClosed,
@@ -134,12 +136,15 @@ class Connection(OwnsNursery, ClientCalls):
         secrets: tuple[str, ...] = (),
         reconnect: Reconnect | None = None,
         on_wire: Callable[[str, bytes], None] | None = None,
+        mcpl: Mcpl | None = None,
     ) -> None:
         """Raises :class:`~mcpl_host.ConfigurationError` for a bad target or allowlist,
         ``TypeError`` for a root that is neither a Root nor a string.
 
         ``reconnect``: without a policy (the default) the connection ends with its
         transport; with one, a lost transport is replaced and pending requests rebound.
+        ``mcpl``: speak MCPL with a server that advertises it (docs/mcpl.md): the grant
+        patterns and the hooks for the server's MCPL methods.
         ``on_wire(direction, line)``: called with every line read (``"in"``) and written
         (``"out"``), raw; a wire trace must escape, cut and redact it before showing it
         (``conn.redactor.log_value``).
@@ -181,6 +186,9 @@ class Connection(OwnsNursery, ClientCalls):
             url_elicitation=url_elicitation,
         )
         self._lists = ListCache()
+        self._mcpl: McplSession | None = None
+        if mcpl is not None:
+            self._capabilities.update(McplSession.capabilities())
         self._ids = itertools.count(1)  # never reused on this connection
         self._epoch_numbers = itertools.count(1)
         self._reconnect = reconnect
@@ -210,6 +218,17 @@ class Connection(OwnsNursery, ClientCalls):
             on_wire=on_wire,
         )
         self._on_wire = on_wire
+        if mcpl is not None:
+            self._mcpl = self._inbound.mcpl = McplSession(
+                mcpl,
+                server=self.name,
+                redactor=self.redactor,
+                call=self._call_on,
+                dispatch=self._inbound.dispatch,
+                spawn=self._spawn,
+                emit=self._emit,
+                on_refused_close=lambda: self._spawn(self.aclose),
+            )
         self._epoch: Epoch | None = None
         self._nursery: trio.Nursery | None = None
         self._closing = False
@@ -365,6 +384,8 @@ class Connection(OwnsNursery, ClientCalls):
             raise step.error
         epoch.profile = step.profile
         self.initialize_result = step.result
+        if self._mcpl is not None:
+            self._mcpl.start(epoch, step.result.capabilities)
         now = trio.current_time()
         if not self.timings_ms:
             self.timings_ms = {
@@ -387,7 +408,11 @@ class Connection(OwnsNursery, ClientCalls):
                 transport = await self.target()
             else:
                 transport = await open_transport(
-                    self.target, nursery=nursery, on_stderr=self._on_stderr, redactor=self.redactor
+                    self.target,
+                    nursery=nursery,
+                    on_stderr=self._on_stderr,
+                    redactor=self.redactor,
+                    max_message_bytes=self.max_message_bytes,
                 )
         if transport is None:
             raise TransportError(
@@ -577,6 +602,28 @@ class Connection(OwnsNursery, ClientCalls):
             rebind=rebind,
         )
         return result
+
+    async def _call_on(self, epoch: Epoch, method: str, params: Any, timeout: float) -> Raw:
+        """A request written on ``epoch`` itself, never rebound to another transport (the
+        grant of a new transport is sent anew)."""
+        result: Raw = await self._outbound.call(
+            epoch,
+            method,
+            params,
+            result_type=Raw,
+            timeout=timeout,
+            on_progress=None,
+            progress_resets_timeout=False,
+            max_timeout=None,
+            rebind=False,
+        )
+        return result
+
+    @property
+    def mcpl_grant(self) -> frozenset[str]:
+        """The MCPL capability paths granted now (empty without MCPL or before the
+        receipt of the grant)."""
+        return self._mcpl.grant.granted if self._mcpl is not None else frozenset()
 
     async def set_roots(self, roots: Iterable[Root | str]) -> None:
         """Replace the roots offered to the server and tell it they changed

@@ -23,6 +23,7 @@ __all__ = [
     "Event",
     "EventCallback",
     "ListChanged",
+    "McplGrantChanged",
     "Reconnected",
     "Reconnecting",
     "ResourceUpdated",
@@ -96,6 +97,16 @@ class ServerLog:
 
 
 @dataclass(frozen=True, slots=True)
+class McplGrantChanged:
+    """A ``featureSets/update`` was settled: ``granted`` is the MCPL grant in force now;
+    ``state`` is ``active``, ``awaiting`` (the update failed), ``mcp-only`` or ``close``
+    (the server refused MCPL)."""
+
+    granted: frozenset[str]
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
 class Reconnecting:
     """Attempt ``attempt`` to re-establish the connection starts after ``delay`` seconds."""
 
@@ -130,6 +141,7 @@ Event: TypeAlias = (
     | ListChanged
     | ResourceUpdated
     | ServerLog
+    | McplGrantChanged
     | Reconnecting
     | Reconnected
     | Closed

@@ -1,8 +1,8 @@
 """Transports: each opens a byte stream to one server (DESIGN 2).
 
 A transport is a ``trio.abc.Stream`` plus a label and a way to end it. The connection
-frames messages over the stream and never needs to know whether a process, a TCP socket
-or a Unix socket is behind it.
+frames messages over the stream and never needs to know whether a process, a TCP socket,
+a Unix socket or a WebSocket is behind it.
 """
 
 from __future__ import annotations
@@ -22,10 +22,12 @@ from .targets import (
     Target,
     TcpTarget,
     UnixTarget,
+    WebSocketTarget,
     describe,
     parse_target,
     redactor_for,
 )
+from .websocket import WebSocketTransport, open_websocket
 
 __all__ = [
     "SocketTransport",
@@ -35,12 +37,15 @@ __all__ = [
     "TcpTarget",
     "Transport",
     "UnixTarget",
+    "WebSocketTarget",
+    "WebSocketTransport",
     "child_environment",
     "describe",
     "open_stdio",
     "open_tcp",
     "open_transport",
     "open_unix",
+    "open_websocket",
     "parse_target",
     "redactor_for",
 ]
@@ -70,16 +75,23 @@ async def open_transport(
     nursery: trio.Nursery,
     on_stderr: Callable[[str], None],
     redactor: Redactor,
+    max_message_bytes: int | None = None,
 ) -> Transport:
     """Open the transport ``target`` names.
 
     ``nursery``, ``on_stderr`` and ``redactor`` serve stdio targets (the stderr reader
-    runs in ``nursery``); socket targets do not use them.
+    runs in ``nursery``); a WebSocket target runs its frame reader in ``nursery``, adds
+    a token resolved at the dial to ``redactor`` and bounds a frame by
+    ``max_message_bytes`` (unless the target sets its own bound); plain socket targets
+    use none of them.
 
     Raises:
         SpawnError: a stdio server's program could not be started.
-        TransportError: a socket could not be connected (``reason="connect-failed"``).
-        ConfigurationError: ``target`` is not a known target type.
+        TransportError: a socket or WebSocket could not be connected
+            (``reason="connect-failed"``, or ``"connect-timeout"`` past a WebSocket
+            target's ``open_timeout``).
+        ConfigurationError: ``target`` is not a known target type, or a WebSocket token
+            provider returned no token.
     """
     if isinstance(target, StdioTarget):
         return await open_stdio(target, nursery=nursery, on_stderr=on_stderr, redactor=redactor)
@@ -87,4 +99,8 @@ async def open_transport(
         return await open_tcp(target)
     if isinstance(target, UnixTarget):
         return await open_unix(target)
+    if isinstance(target, WebSocketTarget):
+        return await open_websocket(
+            target, nursery=nursery, redactor=redactor, max_message_bytes=max_message_bytes
+        )
     raise ConfigurationError(f"unsupported transport target {type(target).__name__}")

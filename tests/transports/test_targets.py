@@ -117,7 +117,7 @@ def test_parse_target_accepts(text: str, expected: object) -> None:
         ("127.0.0.1:8080", "not a server address"),
         ("just some words", "not a server address"),
         ("http://example.com:80", "unsupported target scheme 'http'"),
-        ("ws://example.com:80", "unsupported target scheme 'ws'"),
+        ("ftp://example.com:80", "unsupported target scheme 'ftp'"),
         ("tcp:host:80", "tcp://HOST:PORT"),
         ("tcp://host", "needs a port"),
         ("tcp://host:", "1..65535"),

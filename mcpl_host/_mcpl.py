@@ -1,0 +1,248 @@
+"""MCPL on a connection: the grant per transport epoch, the hold, and the routing of the
+server's MCPL methods to the embedder's hooks.
+
+The decisions are the pure core's (:mod:`mcpl_host.mcpl`); this module only carries
+them out: it sends ``featureSets/update`` after each handshake, holds inbound MCPL
+traffic after a reconnect until the new receipt, and answers each request on the
+transport it came on. On the first transport nothing is held: until the receipt the
+grant is empty, so a privileged method is refused with -32002 at once.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import structlog
+from msgspec import Raw
+
+from ._epoch import Epoch
+from .events import Event, McplGrantChanged
+from .mcpl.capabilities import advertised_paths, denied, effective, host_advertisement
+from .mcpl.dedupe import EventIds
+from .mcpl.grant import Applied, Failed, Grant, Refused, Stale, Update
+from .mcpl.host import ChunkSender, Mcpl, McplContext, McplHook
+from .mcpl.methods import INBOUND, REMOVED, Admit, Refuse, Removed, admit
+from .mcpl.planes import HoldBuffer
+from .mcpl.types import InferenceRequest, PushEvent, decode_params
+from .protocol.envelope import Notification, Request
+from .protocol.errors import METHOD_NOT_FOUND, McplHostError
+from .protocol.messages import OutNotification, encode
+from .protocol.redact import Redactor
+from .responder import Handler, Responder, ServerRequest
+
+__all__ = ["McplSession"]
+
+_log = structlog.get_logger("mcpl_host.mcpl")
+
+Call = Callable[[Epoch, str, Any, float], Awaitable[Raw]]
+Dispatch = Callable[[Epoch, Request, Responder, Handler], None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    epoch: Epoch
+    message: Request | Notification
+    responder: Responder | None  # None for a notification
+
+
+class McplSession:
+    """The MCPL side of one connection, across its transport epochs."""
+
+    def __init__(
+        self,
+        config: Mcpl,
+        *,
+        server: str,
+        redactor: Redactor,
+        call: Call,
+        dispatch: Dispatch,
+        spawn: Callable[..., None],
+        emit: Callable[[Event], None],
+        on_refused_close: Callable[[], None],
+    ) -> None:
+        self.config = config
+        self.server = server
+        self.grant = Grant()
+        self.advertised: frozenset[str] | None = None  # None: the peer is plain MCP
+        self._held: HoldBuffer[_Held] = HoldBuffer(
+            max_notifications=config.max_held_notifications, holding=False
+        )
+        self._events = EventIds()
+        self._redactor = redactor
+        self._call = call
+        self._dispatch = dispatch
+        self._spawn = spawn
+        self._emit = emit
+        self._on_refused_close = on_refused_close
+        self._log = _log.bind(server=server)
+
+    @staticmethod
+    def capabilities() -> dict[str, Any]:
+        """What ``initialize`` advertises for MCPL."""
+        return {"experimental": {"mcpl": host_advertisement()}}
+
+    # -- each transport ------------------------------------------------------------------
+
+    def start(self, epoch: Epoch, server_capabilities: object) -> None:
+        """A handshake succeeded on ``epoch``: reset the grant and send the new one (a
+        Request, even when empty). After a reconnect, inbound MCPL traffic is held
+        until its receipt."""
+        self.grant.reset()
+        self.advertised = advertised_paths(server_capabilities)
+        if self.advertised is None:
+            self._release()  # a plain MCP peer now: nothing will ever grant what is held
+            return
+        if epoch.epoch_number > 1:
+            self._held.hold()
+        granted = effective(self.config.grants, self.advertised)
+        update = self.grant.propose(granted, denied=denied(self.advertised, granted))
+        self._spawn(self._send, epoch, update)
+
+    async def _send(self, epoch: Epoch, update: Update) -> None:
+        try:
+            raw = await self._call(epoch, update.method, update.params, self.config.update_timeout)
+        except McplHostError as exc:
+            self._log.warning(
+                "featureSets/update failed",
+                update=update.update_id,
+                error=self._redactor.log_value(str(exc)),
+            )
+            self._settled(self.grant.failed(update.update_id))
+            return
+        self._settled(self.grant.receipt(update.update_id, raw))
+
+    def _settled(self, outcome: Applied | Refused | Failed | Stale) -> None:
+        if isinstance(outcome, Stale):
+            return
+        if isinstance(outcome, Applied):
+            self._log.info("grant", granted=sorted(outcome.granted), degraded=outcome.degraded)
+        elif isinstance(outcome, Refused):
+            self._log.warning("grant refused", fallback=outcome.fallback)
+        self._emit(McplGrantChanged(self.grant.granted, self.grant.state.value))
+        if outcome.released:
+            self._release()
+        if isinstance(outcome, Refused) and outcome.fallback == "close":
+            self._on_refused_close()
+
+    # -- inbound -------------------------------------------------------------------------
+
+    def takes(self, method: str) -> bool:
+        """Whether ``method`` is MCPL's to decide on this connection now."""
+        return self.advertised is not None and (method in INBOUND or method in REMOVED)
+
+    def on_request(self, epoch: Epoch, request: Request, responder: Responder) -> None:
+        if request.method in REMOVED:
+            self._spawn(responder.error, METHOD_NOT_FOUND, REMOVED[request.method])
+            return
+        if self._hold(_Held(epoch, request, responder)):
+            return
+        self._decide(_Held(epoch, request, responder))
+
+    def on_notification(self, epoch: Epoch, note: Notification) -> None:
+        if note.method in REMOVED:
+            self._log.info("notification ignored", method=note.method, reason="removed in 0.5")
+            return
+        if self._hold(_Held(epoch, note, None)):
+            return
+        self._decide(_Held(epoch, note, None))
+
+    def _hold(self, item: _Held) -> bool:
+        spec = INBOUND[item.message.method]
+        offer = self._held.offer(
+            item,
+            plane=spec.plane,
+            epoch=item.epoch.epoch_number,
+            is_request=item.responder is not None,
+        )
+        if offer.dropped is not None:
+            self._log.warning(
+                "held notification dropped",
+                method=offer.dropped.item.message.method,
+                reason=f"more than {self._held.max_notifications} held",
+            )
+        if offer.held:
+            self._log.debug("held", method=item.message.method, plane=spec.plane.value)
+        return offer.held
+
+    def _release(self) -> None:
+        for held in self._held.release():
+            self._decide(held.item)
+
+    def _decide(self, item: _Held) -> None:
+        """Admit against the grant in force now; answer only on the item's own transport."""
+        message, responder, epoch = item.message, item.responder, item.epoch
+        if not epoch.open:
+            self._log.info(
+                "not answering request" if responder else "notification dropped",
+                method=message.method,
+                reason="its transport has closed",
+            )
+            return
+        decision = admit(message.method, message.params, self.grant, request=responder is not None)
+        if isinstance(decision, Admit):
+            hook = self.config.hooks.get(message.method)
+            if hook is None:
+                decision = Refuse(METHOD_NOT_FOUND, f"Method not found: {message.method}")
+            elif responder is None:
+                self._spawn(self._notify_hook, hook, message)
+                return
+            else:
+                assert isinstance(message, Request)
+                self._dispatch(epoch, message, responder, self._handler(epoch, hook))
+                return
+        if not isinstance(decision, (Refuse, Removed)):  # Unknown: takes() rules it out
+            decision = Refuse(METHOD_NOT_FOUND, f"Method not found: {message.method}")
+        self._log.info(
+            "message",
+            direction="in",
+            method=message.method,
+            outcome="denied-by-policy"
+            if isinstance(decision, Refuse) and decision.data
+            else "answered-invalid",
+            reason=decision.message,
+        )
+        if responder is not None:
+            data = decision.data if isinstance(decision, Refuse) else None
+            self._spawn(responder.error, decision.code, decision.message, data or msgspec.UNSET)
+
+    def _handler(self, epoch: Epoch, hook: McplHook) -> Handler:
+        async def handle(request: ServerRequest) -> Any:
+            params = decode_params(request.method, request.params)
+            stream = None
+            if isinstance(params, PushEvent) and not self._events.add(params.event_id):
+                return {"accepted": False, "reason": "duplicate eventId"}
+            if isinstance(params, InferenceRequest) and params.stream and request.id is not None:
+                stream = _chunks(epoch, request.id)
+            try:
+                return await hook(params, McplContext(self.server, request.id, stream))
+            except BaseException:
+                if isinstance(params, PushEvent):
+                    self._events.discard(params.event_id)  # the server's retry gets through
+                raise
+
+        return handle
+
+    async def _notify_hook(self, hook: McplHook, note: Request | Notification) -> None:
+        try:
+            params = decode_params(note.method, note.params)
+            await hook(params, McplContext(self.server, None))
+        except Exception as exc:
+            self._log.error(
+                "notification hook failed",
+                method=note.method,
+                error=self._redactor.log_value(repr(exc)),
+            )
+
+
+def _chunks(epoch: Epoch, request_id: Any) -> ChunkSender:
+    index = itertools.count()
+
+    async def send(delta: Any) -> None:
+        params = {"requestId": request_id, "index": next(index), "delta": delta}
+        await epoch.write(encode(OutNotification(method="inference/chunk", params=params)))
+
+    return send
