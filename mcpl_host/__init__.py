@@ -30,6 +30,7 @@ from .events import (
     Disconnected,
     Event,
     ListChanged,
+    McplGrantChanged,
     Reconnected,
     Reconnecting,
     ResourceUpdated,
@@ -47,6 +48,7 @@ from .manager import (
     UnknownServer,
     UnknownTool,
 )
+from .mcpl.host import Mcpl, McplContext
 from .protocol.envelope import Outcome, RequestId
 from .protocol.errors import (
     ConfigurationError,
@@ -99,6 +101,9 @@ __all__ = [
     "HookContext",
     "InitializeError",
     "ListChanged",
+    "Mcpl",
+    "McplContext",
+    "McplGrantChanged",
     "McplHostError",
     "Outcome",
     "OutputSchemaError",

@@ -10,6 +10,7 @@ grant is empty, so a privileged method is refused with -32002 at once.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -101,6 +102,15 @@ class McplSession:
         granted = effective(self.config.grants, self.advertised)
         update = self.grant.propose(granted, denied=denied(self.advertised, granted))
         self._spawn(self._send, epoch, update)
+
+    async def regrant(self, epoch: Epoch | None, grants: tuple[str, ...]) -> None:
+        """New grant patterns: a reduction applies at once, an expansion on its receipt."""
+        self.config = dataclasses.replace(self.config, grants=grants)
+        if epoch is None or self.advertised is None:
+            return  # the next handshake sends the new grant
+        granted = effective(grants, self.advertised)
+        update = self.grant.propose(granted, denied=denied(self.advertised, granted))
+        await self._send(epoch, update)
 
     async def _send(self, epoch: Epoch, update: Update) -> None:
         try:

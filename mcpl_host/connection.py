@@ -625,6 +625,17 @@ class Connection(OwnsNursery, ClientCalls):
         receipt of the grant)."""
         return self._mcpl.grant.granted if self._mcpl is not None else frozenset()
 
+    async def set_mcpl_grants(self, grants: Iterable[str]) -> None:
+        """Change the MCPL grant patterns and send the new grant (``featureSets/update``),
+        returning once it is settled: what it takes away stops at once, what it adds
+        applies only when the server's receipt accepts it.
+
+        Raises ``ValueError`` when the connection was made without ``mcpl``.
+        """
+        if self._mcpl is None:
+            raise ValueError("this connection does not speak MCPL: pass mcpl=Mcpl(...)")
+        await self._mcpl.regrant(self._ready_epoch(), tuple(grants))
+
     async def set_roots(self, roots: Iterable[Root | str]) -> None:
         """Replace the roots offered to the server and tell it they changed
         (``notifications/roots/list_changed``, when connected; after a reconnect the
