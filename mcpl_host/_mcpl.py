@@ -21,6 +21,7 @@ import structlog
 from msgspec import Raw
 
 from ._epoch import Epoch
+from ._pending import Pending
 from .events import Event, McplGrantChanged
 from .mcpl.capabilities import advertised_paths, denied, effective, host_advertisement
 from .mcpl.dedupe import EventIds
@@ -39,7 +40,7 @@ __all__ = ["McplSession"]
 
 _log = structlog.get_logger("mcpl_host.mcpl")
 
-Call = Callable[[Epoch, str, Any, float], Awaitable[Raw]]
+Call = Callable[[Epoch, str, Any, float, Callable[[Pending], None]], Awaitable[Raw]]
 Dispatch = Callable[[Epoch, Request, Responder, Handler], None]
 
 
@@ -113,17 +114,24 @@ class McplSession:
         await self._send(epoch, update)
 
     async def _send(self, epoch: Epoch, update: Update) -> None:
+        def settled(pending: Pending) -> None:
+            # In the reader's turn: a message read right after the receipt already sees
+            # the grant the receipt settled.
+            if pending.result is not None:
+                self._settled(self.grant.receipt(update.update_id, pending.result))
+            else:
+                self._settled(self.grant.failed(update.update_id))
+
         try:
-            raw = await self._call(epoch, update.method, update.params, self.config.update_timeout)
+            await self._call(
+                epoch, update.method, update.params, self.config.update_timeout, settled
+            )
         except McplHostError as exc:
             self._log.warning(
                 "featureSets/update failed",
                 update=update.update_id,
                 error=self._redactor.log_value(str(exc)),
             )
-            self._settled(self.grant.failed(update.update_id))
-            return
-        self._settled(self.grant.receipt(update.update_id, raw))
 
     def _settled(self, outcome: Applied | Refused | Failed | Stale) -> None:
         if isinstance(outcome, Stale):

@@ -73,13 +73,17 @@ class Outbound:
         progress_resets_timeout: bool,
         max_timeout: float | None,
         rebind: bool | None,
+        on_settle: Callable[[Pending], None] | None = None,
     ) -> Any:
         """One request, from its first write (on ``epoch``, or on the next transport when
-        None) to its decoded result. The errors are those of ``Connection.request``."""
+        None) to its decoded result. The errors are those of ``Connection.request``.
+        ``on_settle(pending)`` runs as soon as the answer is read (or the request ends
+        otherwise), in the reader's turn."""
         seq = self._next_id()
         if on_progress is not None:
             params = with_progress_token(params, seq)  # the first id, kept across rebinding
         pending = Pending(seq, method, params, trio.current_time() + timeout, rebind)
+        pending.on_settle = on_settle
         try:
             line = encode(OutRequest(id=seq, method=method, params=params))
         except msgspec.EncodeError as exc:

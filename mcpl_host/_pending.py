@@ -34,6 +34,7 @@ class Pending:
         "id",
         "method",
         "on_progress",
+        "on_settle",
         "params",
         "progress_reset",
         "rebind",
@@ -62,12 +63,17 @@ class Pending:
         self.timed_out = False
         self.on_progress: ProgressCallback | None = None
         self.progress_reset: tuple[float, float] | None = None  # (timeout, hard deadline)
+        # Called at once when the answer is read (or the timeout passes), before the
+        # caller's task runs again: what the answer changes must hold for the next line.
+        self.on_settle: Callable[[Pending], None] | None = None
 
     def expire(self) -> None:
         """The timeout passed with no answer (called by the TimeoutWatch)."""
         if not self.settled:
             self.timed_out = True
             self.done.set()
+            if self.on_settle is not None:
+                self.on_settle(self)
 
     def settle(self, result: Raw | None = None, error: McplHostError | None = None) -> None:
         if not self.settled:
@@ -75,6 +81,8 @@ class Pending:
             self.result = result
             self.error = error
             self.done.set()
+            if self.on_settle is not None:
+                self.on_settle(self)
 
 
 class Progress(msgspec.Struct):

@@ -28,7 +28,7 @@ from ._inbound import Inbound
 from ._lifetime import OwnsNursery
 from ._mcpl import McplSession
 from ._outbound import Outbound
-from ._pending import ProgressCallback
+from ._pending import Pending, ProgressCallback
 from .client.cache import ListCache
 from .client.calls import ClientCalls
 from .client.hooks import (
@@ -603,7 +603,14 @@ class Connection(OwnsNursery, ClientCalls):
         )
         return result
 
-    async def _call_on(self, epoch: Epoch, method: str, params: Any, timeout: float) -> Raw:
+    async def _call_on(
+        self,
+        epoch: Epoch,
+        method: str,
+        params: Any,
+        timeout: float,
+        on_settle: Callable[[Pending], None],
+    ) -> Raw:
         """A request written on ``epoch`` itself, never rebound to another transport (the
         grant of a new transport is sent anew)."""
         result: Raw = await self._outbound.call(
@@ -616,6 +623,7 @@ class Connection(OwnsNursery, ClientCalls):
             progress_resets_timeout=False,
             max_timeout=None,
             rebind=False,
+            on_settle=on_settle,
         )
         return result
 

@@ -19,6 +19,7 @@ from mcpl_host import (
     Reconnect,
 )
 from mcpl_host.mcpl.types import InferenceRequest, PushEvent
+from mcpl_host.testing import Script, serve
 
 from ..driver.peer import Peer, PeerSupply, memory_connection
 
@@ -287,3 +288,42 @@ async def test_planes_are_held_across_a_reconnect_and_released_against_the_new_g
             assert third_update["method"] == "featureSets/update"
             await conn.aclose()
     assert sorted(p.event_id for p in hooks.pushes) == ["e-2", "e-3", "e-5"]
+
+
+async def test_the_grant_through_the_harness_with_a_real_subprocess() -> None:
+    """The same rules with a scripted MCPL server run as a real stdio subprocess."""
+    hooks = Hooks()
+    script = (
+        Script()
+        .handshake("2024-11-05", capabilities={"experimental": {"mcpl": SERVER_MCPL}})
+        .send_request("push/event", PUSH, id="early")
+        .expect_answer()
+        .expect("featureSets/update")
+        .reply({"accepted": True})
+        .send_request("push/event", PUSH, id=None)
+        .expect_answer()
+        .expect_close()
+    )
+    with trio.fail_after(20):
+        async with serve(script, "stdio") as server:
+            async with Connection(server.target, mcpl=hooks.config()):
+                while len(server.record.answers()) < 2:
+                    await trio.sleep(0.01)
+            await server.wait_done()
+    early, late = server.record.answers()
+    assert early == {
+        "jsonrpc": "2.0",
+        "id": "early",
+        "error": {
+            "code": -32002,
+            "message": "Capability denied",
+            "data": {"capability": "pushEvents"},
+        },
+    }
+    assert late == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "result": {"accepted": True, "inferenceId": "inf-1"},
+    }
+    update = server.record.requests("featureSets/update")[0]
+    assert "pushEvents" in update["params"]["effectiveCapabilities"]
