@@ -265,12 +265,26 @@ async def test_planes_are_held_across_a_reconnect_and_released_against_the_new_g
             # before the new receipt: held, neither answered nor refused
             await second.send(request("held-1", "push/event", PUSH | {"eventId": "e-2"}))
             await second.send(request(None, "push/event", PUSH | {"eventId": "e-3"}))
+            await second.send(request(None, "model/info", {}))  # not granted
             await trio.sleep(1)
             assert len(second.received) == 3  # initialize, initialized, the update
             await accept(second, update)
-            answers = [await second.recv(), await second.recv()]
-            assert sorted(a["id"] or "" for a in answers) == ["", "held-1"]
-            assert all(a["result"]["accepted"] is True for a in answers)
+            answers = [await second.recv() for _ in range(3)]
+            refused = [a for a in answers if "error" in a]
+            assert refused == [
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {
+                        "code": -32002,
+                        "message": "Capability denied",
+                        "data": {"capability": "modelInfo"},
+                    },
+                }
+            ]
+            accepted = [a for a in answers if "result" in a]
+            assert sorted(a["id"] or "" for a in accepted) == ["", "held-1"]
+            assert all(a["result"]["accepted"] is True for a in accepted)
 
             # a request held on a transport that dies before its receipt is answered on
             # neither that transport nor the next one
