@@ -1,4 +1,5 @@
-"""The protocol core never imports trio (nor any I/O framework)."""
+"""The pure cores (the protocol and MCPL packages) never import trio, nor any I/O
+framework, nor the driver."""
 
 from __future__ import annotations
 
@@ -7,18 +8,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import mcpl_host
+import mcpl_host.mcpl
 import mcpl_host.protocol
 
+PURE = ("mcpl_host.protocol", "mcpl_host.mcpl")
 
-def test_protocol_package_never_imports_trio() -> None:
-    modules = [
-        f"mcpl_host.protocol.{m.name}" for m in pkgutil.iter_modules(mcpl_host.protocol.__path__)
-    ]
-    assert len(modules) >= 7
+
+@pytest.mark.parametrize(("package", "at_least"), [(mcpl_host.protocol, 7), (mcpl_host.mcpl, 6)])
+def test_pure_package_never_imports_trio(package: object, at_least: int) -> None:
+    prefix = package.__name__  # type: ignore[attr-defined]
+    modules = [f"{prefix}.{m.name}" for m in pkgutil.iter_modules(package.__path__)]  # type: ignore[attr-defined]
+    assert len(modules) >= at_least
     package_dir = str(Path(mcpl_host.__file__).parent)
     # A bare stand-in for the top package, so that its __init__ (which imports the trio
-    # driver) does not run: only what the protocol modules import themselves is loaded.
+    # driver) does not run: only what the pure modules import themselves is loaded.
     code = (
         "import sys, types\n"
         "pkg = types.ModuleType('mcpl_host')\n"
@@ -29,7 +35,7 @@ def test_protocol_package_never_imports_trio() -> None:
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
         "('trio', 'anyio', 'asyncio', 'socket', 'subprocess', 'structlog', 'tenacity'))\n"
         "ours = sorted(m for m in sys.modules if m.startswith('mcpl_host.') "
-        "and not m.startswith('mcpl_host.protocol'))\n"
+        f"and not m.startswith({PURE!r}))\n"
         "print(','.join(bad + ours))\n"
     )
     out = subprocess.run(
