@@ -27,11 +27,11 @@ from .mcpl.capabilities import advertised_paths, denied, effective, host_adverti
 from .mcpl.dedupe import EventIds
 from .mcpl.grant import Applied, Failed, Grant, Refused, Stale, Update
 from .mcpl.host import ChunkSender, Mcpl, McplContext, McplHook
-from .mcpl.methods import INBOUND, REMOVED, Admit, Refuse, Removed, admit
+from .mcpl.methods import CAPABILITY_DENIED, INBOUND, REMOVED, Admit, Refuse, Removed, admit
 from .mcpl.planes import HoldBuffer
 from .mcpl.types import InferenceRequest, PushEvent, decode_params
-from .protocol.envelope import Notification, Request
-from .protocol.errors import METHOD_NOT_FOUND, McplHostError
+from .protocol.envelope import Notification, Outcome, Request
+from .protocol.errors import INVALID_REQUEST, METHOD_NOT_FOUND, McplHostError
 from .protocol.messages import OutNotification, encode
 from .protocol.redact import Redactor
 from .responder import Handler, Responder, ServerRequest
@@ -214,13 +214,17 @@ class McplSession:
                 return
         if not isinstance(decision, (Refuse, Removed)):  # Unknown: takes() rules it out
             decision = Refuse(METHOD_NOT_FOUND, f"Method not found: {message.method}")
+        denied = isinstance(decision, Refuse) and decision.code == CAPABILITY_DENIED
+        invalid = isinstance(decision, Refuse) and decision.code == INVALID_REQUEST
         self._log.info(
             "message",
             direction="in",
             method=message.method,
-            outcome="denied-by-policy"
-            if isinstance(decision, Refuse) and decision.data
-            else "answered-invalid",
+            outcome=Outcome.DENIED_BY_POLICY
+            if denied
+            else Outcome.ANSWERED_INVALID
+            if invalid
+            else Outcome.DISPATCHED,
             reason=decision.message,
         )
         if responder is not None:

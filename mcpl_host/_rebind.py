@@ -19,19 +19,18 @@ from typing import Any, Final
 
 import msgspec
 
+from .client.types import ToolAnnotations
+
 __all__ = ["ToolHints", "safe_to_repeat"]
 
 _SAFE_SEGMENTS: Final = frozenset({"list", "read", "get", "complete"})
 
 
-class _Annotations(msgspec.Struct):
-    readOnlyHint: bool = False  # the wire's names
-    idempotentHint: bool = False
-
-
 class _Tool(msgspec.Struct):
+    """Just what the rule reads of a listed tool (the full type is client.types.Tool)."""
+
     name: str
-    annotations: _Annotations | None = None
+    annotations: ToolAnnotations | None = None
 
 
 class _ToolList(msgspec.Struct):
@@ -58,7 +57,7 @@ class ToolHints:
         for tool in listing.tools:
             hints = tool.annotations
             self._repeatable[tool.name] = bool(
-                hints and (hints.readOnlyHint or hints.idempotentHint)
+                hints and (hints.read_only_hint or hints.idempotent_hint)
             )
 
     def repeatable(self, name: object) -> bool:

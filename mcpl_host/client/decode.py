@@ -15,6 +15,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 from msgspec import Raw
 
+from .._pending import result_decoder
 from ..protocol.errors import ProtocolError
 from ..protocol.redact import log_value
 from .types import (
@@ -32,8 +33,6 @@ __all__ = ["ResultDecodeError", "decode_result"]
 
 T = TypeVar("T", bound=WireType)
 
-_DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}
-
 
 class ResultDecodeError(ProtocolError):
     """A result that does not fit its type. ``raw`` is the result's JSON, whole."""
@@ -41,13 +40,6 @@ class ResultDecodeError(ProtocolError):
     def __init__(self, message: str, *, raw: Raw, server: str | None = None) -> None:
         super().__init__(message, server=server)
         self.raw = raw
-
-
-def _decoder(type_: type[T]) -> msgspec.json.Decoder[T]:
-    decoder = _DECODERS.get(type_)
-    if decoder is None:
-        decoder = _DECODERS[type_] = msgspec.json.Decoder(type_)
-    return decoder
 
 
 class _Context:
@@ -87,7 +79,7 @@ def decode_result(
 
 def _decode(raw: Raw, type_: type[T], context: _Context) -> T:
     try:
-        value = _decoder(type_).decode(raw)
+        value: T = result_decoder(type_).decode(raw)
     except msgspec.ValidationError as exc:
         # The fast path failed; it may only be a content block of an unknown type.
         value = _lenient(raw, type_, context, exc)
