@@ -13,6 +13,7 @@ from typing import Any
 import structlog
 import trio
 
+from ._pending import Pending
 from .protocol.batch import BatchAnswers
 from .protocol.envelope import RequestId
 from .protocol.errors import ConnectionClosed
@@ -51,7 +52,13 @@ class Epoch:
         self.on_lost = on_lost
         self.spawn = spawn
         self.on_wire = on_wire
-        self.write_lock = trio.StrictFIFOLock()
+        # Lines wait here for the epoch's one writer task (write_loop), which sends all
+        # that queued up since its last write in one send_all: concurrent callers share a
+        # system call, and no caller is ever cancelled halfway through a line.
+        self._outbox: list[tuple[bytes, Pending | None]] = []
+        self._flush: _Flush | None = None  # what callers of write() wait on
+        self._work = trio.Event()
+        self.on_late_write: Callable[[Epoch, Pending], None] | None = None
         self.profile: Profile | None = None
         self.handshake: Handshake | None = None
         self.handshake_step: Established | Failed | None = None
@@ -71,31 +78,78 @@ class Epoch:
             f"{text} ({reason})", reason=reason, outcome_unknown=outcome_unknown, server=self.server
         )
 
+    def send_request(self, line: bytes, pending: Pending) -> None:
+        """Queue a request's line. ``pending.written`` becomes true once the line is
+        whole on the wire; a request settled before its turn is never sent."""
+        self._outbox.append((line, pending))
+        self._work.set()
+
     async def write(self, data: bytes) -> None:
-        """Write one line (or batch). A failed write ends the epoch.
+        """Write one line (or batch) and return once it is on the wire.
 
         Raises :class:`ConnectionClosed` when the epoch is over or the write fails.
         """
         if not self.open:
             raise self.closed_error(outcome_unknown=False)
-        lock = self.write_lock
-        # Uncontended, take the lock without the extra scheduling round its acquire()
-        # costs; send_all checkpoints anyway.
+        flush = self._flush
+        if flush is None:
+            flush = self._flush = _Flush()
+        self._outbox.append((data, None))
+        self._work.set()
+        await flush.done.wait()
+        if not flush.ok:
+            raise self.closed_error(outcome_unknown=False)
+
+    def end(self, reason: str) -> None:
+        """Nothing more is written to this epoch; its writer stops."""
+        self.open = False
+        self.end_reason = reason
+        self._work.set()
+
+    async def write_loop(self) -> None:
+        """The epoch's one writer: everything queued since its last write, in one
+        send_all. A failed write ends the epoch."""
+        stream = self.transport.stream
+        flush: _Flush | None = None
         try:
-            lock.acquire_nowait()
-        except trio.WouldBlock:
-            await lock.acquire()
-        try:
-            if not self.open:
-                raise self.closed_error(outcome_unknown=False)
-            await self.transport.stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            self.on_lost(self, "write-failed")
-            raise self.closed_error(outcome_unknown=False) from exc
+            while self.open:
+                if not self._outbox:
+                    await self._work.wait()
+                    self._work = trio.Event()
+                    continue
+                batch, self._outbox = self._outbox, []
+                flush, self._flush = self._flush, None
+                sent = [(line, p) for line, p in batch if p is None or not p.settled]
+                data = sent[0][0] if len(sent) == 1 else b"".join(line for line, _ in sent)
+                try:
+                    await stream.send_all(data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    # Every line but the last may be whole on the wire (send_all fails only
+                    # with bytes left to send): they count as written, so that only those
+                    # safe to repeat are ever sent again.
+                    self._mark_written(sent[:-1])
+                    self.on_lost(self, "write-failed")
+                    return
+                self._mark_written(sent)
+                if flush is not None:
+                    flush.ok = True
+                    flush.done.set()
+                    flush = None
+                if self.on_wire is not None:
+                    for line, _ in sent:
+                        self.on_wire("out", line.rstrip(b"\n"))
         finally:
-            lock.release()
-        if self.on_wire is not None:
-            self.on_wire("out", data.rstrip(b"\n"))
+            for waiting in (flush, self._flush):
+                if waiting is not None:
+                    waiting.done.set()  # not ok: the callers get ConnectionClosed
+            self._outbox.clear()
+
+    def _mark_written(self, sent: list[tuple[bytes, Pending | None]]) -> None:
+        for _, pending in sent:
+            if pending is not None and pending.epoch is self:
+                pending.written = True
+                if pending.gave_up and self.on_late_write is not None:
+                    self.on_late_write(self, pending)  # its caller stopped waiting meanwhile
 
     async def write_quietly(self, line: bytes) -> None:
         """Write an answer that has no responder (a refused batch); log if it cannot go."""
@@ -138,6 +192,16 @@ class Epoch:
             key = object()
         self.inbound[key] = scope
         return key
+
+
+class _Flush:
+    """One write of the writer task, for the callers of :meth:`Epoch.write` in it."""
+
+    __slots__ = ("done", "ok")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.ok = False
 
 
 class BatchSlot:

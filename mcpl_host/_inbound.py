@@ -50,7 +50,7 @@ from .responder import Handler, Responder, ServerRequest
 __all__ = ["Inbound"]
 
 _log = structlog.get_logger("mcpl_host.connection")
-_READ_CHUNK: Final = 256 * 1024
+_READ_CHUNK: Final = 64 * 1024
 # Server requests the core profiles gate by revision; a custom handler for any other
 # method is served on every revision.
 _GATED: Final = frozenset({"roots/list", "sampling/createMessage", "elicitation/create"})

@@ -97,7 +97,7 @@ class Outbound:
         self.timeouts.watch(pending)
         try:
             if epoch is not None:
-                await self.send(pending, epoch, seq, line)
+                self.send(pending, epoch, seq, line)
             else:
                 self._unsent.append(pending)  # sent once the new transport is up
             await pending.done.wait()
@@ -127,13 +127,13 @@ class Outbound:
                 server=self.server,
             ) from None
 
-    async def send(
+    def send(
         self, pending: Pending, epoch: Epoch, request_id: int | None = None, line: bytes = b""
     ) -> None:
-        """Write a pending request on ``epoch`` under ``request_id`` (a new id by default).
+        """Queue a pending request on ``epoch`` under ``request_id`` (a new id by default).
 
-        If the epoch ends before the line is whole on the wire, the request counts as never
-        written: the epoch's end has already queued it again or failed it.
+        Until its line is whole on the wire it counts as never written: if the epoch ends
+        first, the epoch's end queues it again or fails it.
         """
         if request_id is None:
             request_id = self._next_id()
@@ -142,12 +142,13 @@ class Outbound:
         pending.epoch = epoch
         pending.written = False
         self.pending[request_id] = pending
-        try:
-            await epoch.write(line)
-        except ConnectionClosed:
-            return
-        if pending.epoch is epoch and epoch.open:
-            pending.written = True
+        epoch.send_request(line, pending)
+
+    def written_late(self, epoch: Epoch, pending: Pending) -> None:
+        """A request went out after its caller stopped waiting: tell the server."""
+        if epoch.open and pending.id is not None:
+            reason = "timeout" if pending.timed_out else "cancelled by the caller"
+            self._spawn_cancel_notice(epoch, pending.id, reason)
 
     def _forget(self, pending: Pending) -> None:
         """The caller is done waiting: drop every reference; if it gave up, say so."""
@@ -203,7 +204,7 @@ class Outbound:
             while self._notices:
                 await self._notices_done.wait()
 
-    async def resend(self, epoch: Epoch) -> None:
+    def resend(self, epoch: Epoch) -> None:
         """Send the requests that wait for a transport, oldest call first, with new ids."""
         waiting = sorted(self._unsent, key=lambda p: p.seq)
         self._unsent.clear()
@@ -213,7 +214,7 @@ class Outbound:
             if not epoch.open:
                 self._unsent.append(pending)
                 continue
-            await self.send(pending, epoch)
+            self.send(pending, epoch)
 
     def rebind(self, epoch: Epoch, *, reconnecting: bool) -> None:
         """Decide, for each request pending on the lost epoch, re-send or fail (the rule

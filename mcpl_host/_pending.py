@@ -67,6 +67,11 @@ class Pending:
         # caller's task runs again: what the answer changes must hold for the next line.
         self.on_settle: Callable[[Pending], None] | None = None
 
+    @property
+    def gave_up(self) -> bool:
+        """Its caller stopped waiting (timeout or cancellation) without an answer."""
+        return self.settled and self.result is None and self.error is None
+
     def expire(self) -> None:
         """The timeout passed with no answer (called by the TimeoutWatch)."""
         if not self.settled:

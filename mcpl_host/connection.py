@@ -338,6 +338,7 @@ class Connection(OwnsNursery, ClientCalls):
             spawn=self._spawn,
             on_wire=self._on_wire,
         )
+        epoch.on_late_write = self._outbound.written_late
         self._epoch = epoch
         handshake = Handshake(
             allowlist=self.allowlist,
@@ -348,6 +349,7 @@ class Connection(OwnsNursery, ClientCalls):
         )
         epoch.handshake = handshake
         nursery.start_soon(self._inbound.read, epoch)
+        nursery.start_soon(epoch.write_loop)
         try:
             with trio.fail_after(self.initialize_timeout):
                 await epoch.write(handshake.request())
@@ -456,7 +458,7 @@ class Connection(OwnsNursery, ClientCalls):
             self._emit(
                 Reconnected(new.epoch_number, profile.revision, self.initialize_result.server_info)
             )
-            await self._outbound.resend(new)
+            self._outbound.resend(new)
 
     async def _reconnect_once(self, policy: Reconnect) -> Epoch | None:
         """Connect+handshake under the policy's backoff; None when cancelled by close().
@@ -696,8 +698,7 @@ class Connection(OwnsNursery, ClientCalls):
             self._spawn(self._end_epoch, epoch, reason)
 
     def _mark_ended(self, epoch: Epoch, reason: str) -> None:
-        epoch.open = False
-        epoch.end_reason = reason
+        epoch.end(reason)
         for scope in epoch.inbound.values():
             scope.cancel()  # their answers could go nowhere
         if epoch.handshake_step is None:
