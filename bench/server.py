@@ -19,6 +19,7 @@ writes, not one wake-up each.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import selectors
 import socket
@@ -37,7 +38,7 @@ class Arguments(msgspec.Struct):
 class Params(msgspec.Struct):
     name: str = ""
     arguments: Arguments | None = None
-    protocolVersion: str = ""  # noqa: N815 - the wire's spelling
+    protocolVersion: str = ""  # the wire's spelling
 
 
 class Message(msgspec.Struct):
@@ -88,7 +89,9 @@ def answer(line: bytes) -> bytes:
     elif msg.method == "ping":
         return _result(id_, b"{}")
     return (
-        b'{"jsonrpc":"2.0","id":' + id_ + b',"error":{"code":-32601,"message":"Method not found"}}\n'
+        b'{"jsonrpc":"2.0","id":'
+        + id_
+        + b',"error":{"code":-32601,"message":"Method not found"}}\n'
     )
 
 
@@ -150,10 +153,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--unix", metavar="PATH")
     args = parser.parse_args()
-    try:
+    with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):
         serve_unix(args.unix) if args.unix else serve_stdio()
-    except (KeyboardInterrupt, BrokenPipeError):
-        pass
 
 
 if __name__ == "__main__":
