@@ -55,7 +55,14 @@ class Epoch:
         # Lines wait here for the epoch's one writer task (write_loop), which sends all
         # that queued up since its last write in one send_all: concurrent callers share a
         # system call, and no caller is ever cancelled halfway through a line.
-        self._outbox: list[tuple[bytes, Pending | None]] = []
+        # (bytes, the request they carry, whether they must go out even if it settled)
+        self._outbox: list[tuple[bytes, Pending | None, bool]] = []
+        self._writing = False  # the writer is in send_all
+        # A stream that can write without waiting lets a caller skip the writer task
+        # when nothing is queued (one task switch less per request).
+        self._send_nowait: Callable[[bytes], int] | None = getattr(
+            transport.stream, "send_nowait", None
+        )
         self._flush: _Flush | None = None  # what callers of write() wait on
         self._work = trio.Event()
         self.on_late_write: Callable[[Epoch, Pending], None] | None = None
@@ -79,9 +86,25 @@ class Epoch:
         )
 
     def send_request(self, line: bytes, pending: Pending) -> None:
-        """Queue a request's line. ``pending.written`` becomes true once the line is
-        whole on the wire; a request settled before its turn is never sent."""
-        self._outbox.append((line, pending))
+        """Send a request's line now if nothing is queued and the stream can take it,
+        else queue it. ``pending.written`` becomes true once the line is whole on the
+        wire; a request settled before its turn in the queue is never sent."""
+        if not self._outbox and not self._writing and self._send_nowait is not None:
+            try:
+                sent = self._send_nowait(line)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                sent = 0  # the writer meets the same error and ends the epoch
+            if sent and self.on_wire is not None:
+                self.on_wire("out", line.rstrip(b"\n"))
+            if sent == len(line):
+                pending.written = True
+                return
+            if sent:
+                # Part of the line is out: the rest must follow, whatever the caller does.
+                self._outbox.append((line[sent:], pending, True))
+                self._work.set()
+                return
+        self._outbox.append((line, pending, False))
         self._work.set()
 
     async def write(self, data: bytes) -> None:
@@ -94,7 +117,7 @@ class Epoch:
         flush = self._flush
         if flush is None:
             flush = self._flush = _Flush()
-        self._outbox.append((data, None))
+        self._outbox.append((data, None, True))
         self._work.set()
         await flush.done.wait()
         if not flush.ok:
@@ -119,8 +142,12 @@ class Epoch:
                     continue
                 batch, self._outbox = self._outbox, []
                 flush, self._flush = self._flush, None
-                sent = [(line, p) for line, p in batch if p is None or not p.settled]
-                data = sent[0][0] if len(sent) == 1 else b"".join(line for line, _ in sent)
+                # A request settled before its turn is dropped, unless part of it is out.
+                sent = [e for e in batch if e[2] or e[1] is None or not e[1].settled]
+                if not sent:
+                    continue
+                data = sent[0][0] if len(sent) == 1 else b"".join(line for line, _, _ in sent)
+                self._writing = True
                 try:
                     await stream.send_all(data)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
@@ -130,22 +157,25 @@ class Epoch:
                     self._mark_written(sent[:-1])
                     self.on_lost(self, "write-failed")
                     return
+                finally:
+                    self._writing = False
                 self._mark_written(sent)
                 if flush is not None:
                     flush.ok = True
                     flush.done.set()
                     flush = None
                 if self.on_wire is not None:
-                    for line, _ in sent:
-                        self.on_wire("out", line.rstrip(b"\n"))
+                    for line, pending, must in sent:
+                        if not (must and pending):  # the rest of a line traced already
+                            self.on_wire("out", line.rstrip(b"\n"))
         finally:
             for waiting in (flush, self._flush):
                 if waiting is not None:
                     waiting.done.set()  # not ok: the callers get ConnectionClosed
             self._outbox.clear()
 
-    def _mark_written(self, sent: list[tuple[bytes, Pending | None]]) -> None:
-        for _, pending in sent:
+    def _mark_written(self, sent: list[tuple[bytes, Pending | None, bool]]) -> None:
+        for _, pending, _ in sent:
             if pending is not None and pending.epoch is self:
                 pending.written = True
                 if pending.gave_up and self.on_late_write is not None:

@@ -8,7 +8,7 @@ a Unix socket or a WebSocket is behind it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -27,7 +27,9 @@ from .targets import (
     parse_target,
     redactor_for,
 )
-from .websocket import WebSocketTransport, open_websocket
+
+if TYPE_CHECKING:
+    from .websocket import WebSocketTransport, open_websocket
 
 __all__ = [
     "SocketTransport",
@@ -49,6 +51,16 @@ __all__ = [
     "parse_target",
     "redactor_for",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The WebSocket transport (trio-websocket, wsproto, h11: a sixth of the package's
+    # import time) is imported when first used, not by every embedder.
+    if name in ("WebSocketTransport", "open_websocket"):
+        from . import websocket  # noqa: PLC0415 - lazy on purpose
+
+        return getattr(websocket, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Transport(Protocol):
@@ -100,6 +112,8 @@ async def open_transport(
     if isinstance(target, UnixTarget):
         return await open_unix(target)
     if isinstance(target, WebSocketTarget):
+        from .websocket import open_websocket  # noqa: PLC0415 - lazy on purpose
+
         return await open_websocket(
             target, nursery=nursery, redactor=redactor, max_message_bytes=max_message_bytes
         )

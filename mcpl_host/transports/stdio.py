@@ -20,10 +20,12 @@ from typing import Final
 
 import structlog
 import trio
+from trio.lowlevel import FdStream
 
 from ..protocol.errors import SpawnError
 from ..protocol.framing import LineDecoder, OversizedLine
 from ..protocol.redact import Redactor
+from ._pipes import PipeStream
 from ._process_group import group_alive, reap_adopted, signal_group
 from .environment import child_environment
 from .targets import StdioTarget, describe
@@ -57,12 +59,15 @@ class StdioTransport:
         description: str,
         redactor: Redactor,
     ) -> None:
-        if process.stdin is None or process.stdout is None or process.stderr is None:
-            raise ValueError("a stdio transport needs all three pipes")
+        stdin, stdout = process.stdin, process.stdout
+        if not isinstance(stdin, FdStream) or not isinstance(stdout, FdStream):
+            raise TypeError("a stdio transport needs the child's stdin and stdout pipes")
+        if process.stderr is None:
+            raise ValueError("a stdio transport needs the child's stderr pipe")
         self.process = process
         self.pid: int = process.pid
         self.description = description
-        self.stream: trio.abc.Stream = trio.StapledStream(process.stdin, process.stdout)
+        self.stream = PipeStream(stdin, stdout)
         self._redactor = redactor
         # The child was made a session leader, so its group id is its pid.
         self._pgid = process.pid
@@ -99,9 +104,8 @@ class StdioTransport:
             self._closed.set()
 
     async def _shut_down(self, grace: float, term_grace: float) -> None:
-        stdin = self.process.stdin
-        assert stdin is not None
-        await _close_quietly(stdin)
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            await self.stream.close_send()
         how = "exited"
         if not await self._leader_exited_within(grace):
             how = "terminated"
@@ -115,7 +119,7 @@ class StdioTransport:
         await self._sweep_group(term_grace)
         with trio.move_on_after(_STDERR_DRAIN):
             await self._stderr_done.wait()
-        for pipe in (self.process.stdout, self.process.stderr):
+        for pipe in (self.stream, self.process.stderr):
             if pipe is not None:
                 await _close_quietly(pipe)
         self._log.info("stdio server closed", how=how, returncode=self.process.returncode)

@@ -1,0 +1,117 @@
+"""A child's stdin and stdout as one trio stream, with fewer scheduler rounds per message.
+
+trio's ``FdStream`` yields to the scheduler before every read and every write and then
+tries the system call, so a reader that has just drained the pipe pays a full scheduling
+round and a failed ``read`` before it even starts waiting. Measured on the benchmark's
+round trip that was a sixth of the client's time. This stream does the same system calls
+in the order the situation makes likely to succeed:
+
+- a read after a short read (the pipe was drained) waits for readability first; a read
+  after a full one (more is probably there) reads at once, after a cancel-shielded
+  checkpoint so that a flooding server cannot starve the other tasks;
+- a write goes straight to ``write``, and waits only if the pipe is full;
+  ``send_nowait`` lets a caller write without a task switch when nothing is queued.
+
+Cancellation is still checked on entry to both. The ``FdStream`` objects stay the owners
+of the file descriptors: closing goes through them (``notify_closing`` wakes any waiter).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import trio
+
+__all__ = ["PipeStream"]
+
+
+class PipeStream(trio.abc.Stream):
+    """Writes to ``send`` and reads from ``receive`` (the parent's ends of two pipes)."""
+
+    def __init__(self, send: trio.lowlevel.FdStream, receive: trio.lowlevel.FdStream) -> None:
+        self._send = send
+        self._receive = receive
+        self._send_fd = send.fileno()
+        self._receive_fd = receive.fileno()
+        self._send_closed = False
+        self._receive_closed = False
+        self._full = False  # the last read filled the buffer: more is probably waiting
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        with memoryview(data) as view:
+            sent, length = 0, len(view)
+            while sent < length:
+                if self._send_closed:
+                    raise trio.ClosedResourceError("the pipe was closed")
+                try:
+                    sent += os.write(self._send_fd, view[sent:])
+                except BlockingIOError:
+                    await trio.lowlevel.wait_writable(self._send_fd)
+                except OSError as exc:
+                    raise _translate(exc) from exc
+
+    def send_nowait(self, data: bytes) -> int:
+        """Write what the pipe takes now, without waiting; returns the bytes written.
+
+        Raises ``trio.ClosedResourceError`` or ``trio.BrokenResourceError`` like
+        :meth:`send_all`.
+        """
+        if self._send_closed:
+            raise trio.ClosedResourceError("the pipe was closed")
+        try:
+            return os.write(self._send_fd, data)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:
+            raise _translate(exc) from exc
+
+    async def wait_send_all_might_not_block(self) -> None:
+        if self._send_closed:
+            raise trio.ClosedResourceError("the pipe was closed")
+        await trio.lowlevel.wait_writable(self._send_fd)
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        if max_bytes is None:
+            max_bytes = 64 * 1024
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._full:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        else:
+            await self._wait_readable()
+        while True:
+            if self._receive_closed:
+                raise trio.ClosedResourceError("the pipe was closed")
+            try:
+                data = os.read(self._receive_fd, max_bytes)
+            except BlockingIOError:
+                await self._wait_readable()
+            except OSError as exc:
+                raise _translate(exc) from exc
+            else:
+                self._full = len(data) == max_bytes
+                return data
+
+    async def _wait_readable(self) -> None:
+        if self._receive_closed:
+            raise trio.ClosedResourceError("the pipe was closed")
+        await trio.lowlevel.wait_readable(self._receive_fd)
+
+    async def close_send(self) -> None:
+        """Close the child's stdin (end of input); reading goes on."""
+        self._send_closed = True
+        await self._send.aclose()
+
+    async def aclose(self) -> None:
+        self._send_closed = self._receive_closed = True
+        try:
+            await self._send.aclose()
+        finally:
+            await self._receive.aclose()
+
+
+def _translate(exc: OSError) -> trio.ClosedResourceError | trio.BrokenResourceError:
+    if exc.errno == errno.EBADF:
+        return trio.ClosedResourceError("the pipe was closed")
+    return trio.BrokenResourceError(str(exc))
