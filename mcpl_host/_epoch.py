@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import structlog
 import trio
 
+from ._log import get_logger
 from ._pending import Pending
 from .protocol.batch import BatchAnswers
 from .protocol.envelope import RequestId
@@ -25,7 +25,7 @@ from .transports import Transport
 
 __all__ = ["BatchSlot", "Epoch"]
 
-_log = structlog.get_logger("mcpl_host.connection")
+_log = get_logger("mcpl_host.connection")
 
 
 class Epoch:

@@ -13,11 +13,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import msgspec
-import structlog
 import trio
 from msgspec import UNSET, Raw
 
 from ._epoch import BatchSlot, Epoch
+from ._log import get_logger
 from ._mcpl import McplSession
 from ._pending import PROGRESS, Pending
 from ._timeouts import TimeoutWatch
@@ -49,7 +49,7 @@ from .responder import Handler, Responder, ServerRequest
 
 __all__ = ["Inbound"]
 
-_log = structlog.get_logger("mcpl_host.connection")
+_log = get_logger("mcpl_host.connection")
 _READ_CHUNK: Final = 64 * 1024
 # Server requests the core profiles gate by revision; a custom handler for any other
 # method is served on every revision.

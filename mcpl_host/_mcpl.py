@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-import structlog
 from msgspec import Raw
 
 from ._epoch import Epoch
+from ._log import get_logger
 from ._pending import Pending
 from .events import Event, McplGrantChanged
 from .mcpl.capabilities import advertised_paths, denied, effective, host_advertisement
@@ -38,7 +38,7 @@ from .responder import Handler, Responder, ServerRequest
 
 __all__ = ["McplSession"]
 
-_log = structlog.get_logger("mcpl_host.mcpl")
+_log = get_logger("mcpl_host.mcpl")
 
 Call = Callable[[Epoch, str, Any, float, Callable[[Pending], None]], Awaitable[Raw]]
 Dispatch = Callable[[Epoch, Request, Responder, Handler], None]

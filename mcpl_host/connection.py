@@ -19,13 +19,13 @@ import itertools
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final, TypeAlias, TypeVar, overload
 
-import structlog
 import trio
 from msgspec import UNSET, Raw
 
 from ._epoch import Epoch
 from ._inbound import Inbound
 from ._lifetime import OwnsNursery
+from ._log import get_logger
 from ._mcpl import McplSession
 from ._outbound import Outbound
 from ._pending import Pending, ProgressCallback
@@ -72,7 +72,7 @@ from .transports.targets import Target, describe, parse_target, redactor_for
 
 __all__ = ["Connection", "ProgressCallback", "TransportFactory"]
 
-_log = structlog.get_logger("mcpl_host.connection")
+_log = get_logger("mcpl_host.connection")
 
 T = TypeVar("T")
 

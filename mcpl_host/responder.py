@@ -12,16 +12,16 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeAlias, TypeVar
 
 import msgspec
-import structlog
 from msgspec import UNSET, Raw
 
+from ._log import get_logger
 from .protocol.envelope import RequestId
 from .protocol.errors import INTERNAL_ERROR
 from .protocol.messages import ErrorAnswer, ResultAnswer, error_answer
 
 __all__ = ["Handler", "Responder", "ServerRequest"]
 
-_log = structlog.get_logger("mcpl_host.responder")
+_log = get_logger("mcpl_host.responder")
 _ENCODER = msgspec.json.Encoder()
 T = TypeVar("T")
 

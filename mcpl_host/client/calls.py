@@ -12,9 +12,9 @@ import abc
 from collections.abc import Mapping
 from typing import Any, Final, TypeVar
 
-import structlog
 from msgspec import UNSET, Raw
 
+from .._log import get_logger
 from .._pending import ProgressCallback
 from ..pagination import DEFAULT_MAX_PAGES, collect_raw
 from ..protocol.errors import McplHostError, OutputSchemaError
@@ -39,7 +39,7 @@ from .types import (
 
 __all__ = ["ClientCalls"]
 
-_log = structlog.get_logger("mcpl_host.client")
+_log = get_logger("mcpl_host.client")
 T = TypeVar("T", bound=WireType)
 
 

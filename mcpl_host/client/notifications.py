@@ -19,9 +19,9 @@ from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
 import msgspec
-import structlog
 from msgspec import Raw
 
+from .._log import get_logger
 from ..events import Event, ListChanged, ResourceUpdated, ServerLog, ServerNotification
 from ..protocol.redact import Redactor
 from .cache import ListCache, ListKind
@@ -74,8 +74,8 @@ class NotificationRouter:
         self._lists = lists
         self._redactor = redactor
         self._emit = emit
-        self._log = structlog.get_logger("mcpl_host.connection").bind(server=server)
-        self._server_log = structlog.get_logger("mcpl_host.server").bind(server=server)
+        self._log = get_logger("mcpl_host.connection").bind(server=server)
+        self._server_log = get_logger("mcpl_host.server").bind(server=server)
 
     def handle(self, method: str, params: Raw | None) -> None:
         changed = _CHANGED.get(method)

@@ -12,9 +12,9 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
-import structlog
 import trio
 
+from .._log import get_logger
 from ..connection import Connection, TransportFactory
 from ..events import (
     Closed,
@@ -32,7 +32,7 @@ from .status import ServerState, ServerStatus
 
 __all__ = ["ConnectionMaker", "ManagedServer", "ManagerEventCallback"]
 
-_log = structlog.get_logger("mcpl_host.manager")
+_log = get_logger("mcpl_host.manager")
 
 ConnectionMaker: TypeAlias = Callable[
     [str, Target | str | TransportFactory, EventCallback], Connection

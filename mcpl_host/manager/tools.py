@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import structlog
 import trio
 
+from .._log import get_logger
 from ..connection import Connection
 from ..pagination import collect
 from ..protocol.errors import McplHostError
@@ -17,7 +17,7 @@ from .naming import TOOL_SEPARATOR, ToolEntry, qualify
 
 __all__ = ["MAX_PAGES", "ToolListing", "gather_tools", "list_server_tools"]
 
-_log = structlog.get_logger("mcpl_host.manager")
+_log = get_logger("mcpl_host.manager")
 
 MAX_PAGES: Final = 1000
 """A server handing out new cursors forever must not keep the manager listing forever."""

@@ -12,11 +12,11 @@ import os
 import signal
 from typing import Final
 
-import structlog
+from .._log import get_logger
 
 __all__ = ["group_alive", "reap_adopted", "signal_group"]
 
-_log = structlog.get_logger("mcpl_host.transports")
+_log = get_logger("mcpl_host.transports")
 _PROC: Final = "/proc"
 
 

@@ -18,10 +18,10 @@ import subprocess
 from collections.abc import Callable
 from typing import Final
 
-import structlog
 import trio
 from trio.lowlevel import FdStream
 
+from .._log import get_logger
 from ..protocol.errors import SpawnError
 from ..protocol.framing import LineDecoder, OversizedLine
 from ..protocol.redact import Redactor
@@ -32,7 +32,7 @@ from .targets import StdioTarget, describe
 
 __all__ = ["StdioTransport", "open_stdio"]
 
-_log = structlog.get_logger("mcpl_host.transports")
+_log = get_logger("mcpl_host.transports")
 
 _STDERR_CHUNK: Final = 64 * 1024
 # Once every process of the group is gone the stderr pipe is at EOF; this bounds the wait
