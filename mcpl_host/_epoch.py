@@ -56,7 +56,7 @@ class Epoch:
         # that queued up since its last write in one send_all: concurrent callers share a
         # system call, and no caller is ever cancelled halfway through a line.
         # (bytes, the request they carry, whether they must go out even if it settled)
-        self._outbox: list[tuple[bytes, Pending | None, bool]] = []
+        self._outbox: list[tuple[bytes | memoryview, Pending | None, bool]] = []
         self._writing = False  # the writer is in send_all
         # A stream that can write without waiting lets a caller skip the writer task
         # when nothing is queued (one task switch less per request).
@@ -101,7 +101,7 @@ class Epoch:
                 return
             if sent:
                 # Part of the line is out: the rest must follow, whatever the caller does.
-                self._outbox.append((line[sent:], pending, True))
+                self._outbox.append((memoryview(line)[sent:], pending, True))
                 self._work.set()
                 return
         self._outbox.append((line, pending, False))
@@ -132,8 +132,6 @@ class Epoch:
     async def write_loop(self) -> None:
         """The epoch's one writer: everything queued since its last write, in one
         send_all. A failed write ends the epoch."""
-        stream = self.transport.stream
-        flush: _Flush | None = None
         try:
             while self.open:
                 if not self._outbox:
@@ -142,43 +140,49 @@ class Epoch:
                     continue
                 batch, self._outbox = self._outbox, []
                 flush, self._flush = self._flush, None
-                # A request settled before its turn is dropped, unless part of it is out.
-                sent = [e for e in batch if e[2] or e[1] is None or not e[1].settled]
-                if not sent:
-                    continue
-                data = sent[0][0] if len(sent) == 1 else b"".join(line for line, _, _ in sent)
-                self._writing = True
-                try:
-                    await stream.send_all(data)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    # Every line but the last may be whole on the wire (send_all fails only
-                    # with bytes left to send): they count as written, so that only those
-                    # safe to repeat are ever sent again.
-                    self._mark_written(sent[:-1])
-                    self.on_lost(self, "write-failed")
-                    return
-                finally:
-                    self._writing = False
-                self._mark_written(sent)
+                ok = await self._write_batch(batch)
                 if flush is not None:
-                    flush.ok = True
-                    flush.done.set()
-                    flush = None
-                if self.on_wire is not None:
-                    for line, pending, must in sent:
-                        if not (must and pending):  # the rest of a line traced already
-                            self.on_wire("out", line.rstrip(b"\n"))
+                    flush.ok = ok
+                    flush.done.set()  # not ok: its callers get ConnectionClosed
+                if not ok:
+                    return
         finally:
-            for waiting in (flush, self._flush):
-                if waiting is not None:
-                    waiting.done.set()  # not ok: the callers get ConnectionClosed
+            if self._flush is not None:
+                self._flush.done.set()
             self._outbox.clear()
 
-    def _mark_written(self, sent: list[tuple[bytes, Pending | None, bool]]) -> None:
+    async def _write_batch(
+        self, batch: list[tuple[bytes | memoryview, Pending | None, bool]]
+    ) -> bool:
+        # A request settled before its turn is dropped, unless part of it is out.
+        sent = [e for e in batch if e[2] or e[1] is None or not e[1].settled]
+        if not sent:
+            return True
+        data = sent[0][0] if len(sent) == 1 else b"".join(line for line, _, _ in sent)
+        self._writing = True
+        try:
+            await self.transport.stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            # Every line but the last may be whole on the wire (send_all fails only with
+            # bytes left to send): they count as written, so that only those safe to
+            # repeat are ever sent again.
+            self._mark_written(sent[:-1])
+            self.on_lost(self, "write-failed")
+            return False
+        finally:
+            self._writing = False
+        self._mark_written(sent)
+        if self.on_wire is not None:
+            for line, pending, must in sent:
+                if not (must and pending):  # the rest of a line traced already
+                    self.on_wire("out", bytes(line).rstrip(b"\n"))
+        return True
+
+    def _mark_written(self, sent: list[tuple[bytes | memoryview, Pending | None, bool]]) -> None:
         for _, pending, _ in sent:
             if pending is not None and pending.epoch is self:
                 pending.written = True
-                if pending.gave_up and self.on_late_write is not None:
+                if pending.abandoned and self.on_late_write is not None:
                     self.on_late_write(self, pending)  # its caller stopped waiting meanwhile
 
     async def write_quietly(self, line: bytes) -> None:

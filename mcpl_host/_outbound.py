@@ -103,6 +103,8 @@ class Outbound:
             await pending.done.wait()
         finally:
             self._forget(pending)
+        # The timeout heap holds the entry until it is compacted: not its payload.
+        result, pending.result, pending.params = pending.result, None, None
         if pending.timed_out:
             raise RequestTimeout(
                 f"no answer to {method!r} within {timeout:g} s",
@@ -112,15 +114,15 @@ class Outbound:
             )
         if pending.error is not None:
             raise pending.error
-        if pending.result is None:  # pragma: no cover - settle() always sets one
+        if result is None:  # pragma: no cover - settle() always sets one
             raise ProtocolError(f"empty answer to {method!r}", server=self.server)
         if method == "tools/list":
             first_page = not (isinstance(params, dict) and params.get("cursor") is not None)
-            self._tool_hints.learn(pending.result, first_page=first_page)
+            self._tool_hints.learn(result, first_page=first_page)
         if result_type is Raw:
-            return pending.result
+            return result
         try:
-            return result_decoder(result_type).decode(pending.result)
+            return result_decoder(result_type).decode(result)
         except msgspec.DecodeError as exc:
             raise ProtocolError(
                 f"the result of {method!r} does not fit: {self.redactor.log_value(str(exc))}",
@@ -158,7 +160,7 @@ class Outbound:
         if pending in self._unsent:
             self._unsent.remove(pending)
         if not pending.settled:
-            pending.settled = True  # its timeout entry goes stale
+            pending.settled = pending.abandoned = True  # its timeout entry goes stale
             reason = "timeout" if pending.timed_out else "cancelled by the caller"
             if pending.id is not None:
                 self.remember_abandoned(pending.id, f"a late answer after {reason}")

@@ -27,6 +27,7 @@ class Pending:
     """
 
     __slots__ = (
+        "abandoned",
         "deadline",
         "done",
         "epoch",
@@ -60,17 +61,13 @@ class Pending:
         self.result: Raw | None = None
         self.error: McplHostError | None = None
         self.settled = False
+        self.abandoned = False  # its caller stopped waiting (timeout, cancellation)
         self.timed_out = False
         self.on_progress: ProgressCallback | None = None
         self.progress_reset: tuple[float, float] | None = None  # (timeout, hard deadline)
         # Called at once when the answer is read (or the timeout passes), before the
         # caller's task runs again: what the answer changes must hold for the next line.
         self.on_settle: Callable[[Pending], None] | None = None
-
-    @property
-    def gave_up(self) -> bool:
-        """Its caller stopped waiting (timeout or cancellation) without an answer."""
-        return self.settled and self.result is None and self.error is None
 
     def expire(self) -> None:
         """The timeout passed with no answer (called by the TimeoutWatch)."""

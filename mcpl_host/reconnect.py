@@ -9,19 +9,14 @@ from __future__ import annotations
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import trio
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    stop_after_attempt,
-    stop_never,
-    wait_exponential,
-    wait_random,
-)
 
 from .protocol.errors import ConfigurationError, McplHostError
+
+if TYPE_CHECKING:
+    from tenacity import AsyncRetrying, RetryCallState
 
 __all__ = ["Reconnect"]
 
@@ -53,6 +48,15 @@ class Reconnect:
     def retrying(self, on_sleep: Callable[[int, float], None]) -> AsyncRetrying:
         """A tenacity controller for one reconnect; ``on_sleep(next_attempt, delay)`` is
         called before each wait."""
+        # Imported here: only a connection that lost its transport needs tenacity.
+        from tenacity import (  # noqa: PLC0415
+            AsyncRetrying,
+            retry_if_exception,
+            stop_after_attempt,
+            stop_never,
+            wait_exponential,
+            wait_random,
+        )
 
         def before_sleep(state: RetryCallState) -> None:
             delay = state.next_action.sleep if state.next_action else 0.0
