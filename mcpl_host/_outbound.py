@@ -100,7 +100,7 @@ class Outbound:
                 self.send(pending, epoch, seq, line)
             else:
                 self._unsent.append(pending)  # sent once the new transport is up
-            await pending.done.wait()
+            await pending.wait()
         finally:
             self._forget(pending)
         # The timeout heap holds the entry until it is compacted: not its payload.

@@ -29,9 +29,9 @@ class Pending:
     __slots__ = (
         "abandoned",
         "deadline",
-        "done",
         "epoch",
         "error",
+        "finished",
         "id",
         "method",
         "on_progress",
@@ -43,6 +43,7 @@ class Pending:
         "seq",
         "settled",
         "timed_out",
+        "waiter",
         "written",
     )
 
@@ -57,7 +58,10 @@ class Pending:
         self.id: int | None = None  # the id on the wire now; None while queued
         self.epoch: Any = None  # the transport epoch it was last sent on
         self.written = False  # whole on the wire of ``epoch``
-        self.done = trio.Event()
+        # Set once, by settle() or expire(): the caller may stop waiting. (A parked task
+        # rather than a trio.Event: one request, one waiter, no allocation per call.)
+        self.finished = False
+        self.waiter: trio.lowlevel.Task | None = None
         self.result: Raw | None = None
         self.error: McplHostError | None = None
         self.settled = False
@@ -69,11 +73,30 @@ class Pending:
         # caller's task runs again: what the answer changes must hold for the next line.
         self.on_settle: Callable[[Pending], None] | None = None
 
+    async def wait(self) -> None:
+        """Until settled or expired (a checkpoint either way; cancellable)."""
+        if self.finished:
+            await trio.lowlevel.checkpoint()
+            return
+        self.waiter = trio.lowlevel.current_task()
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            self.waiter = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def _finish(self) -> None:
+        self.finished = True
+        waiter, self.waiter = self.waiter, None
+        if waiter is not None:
+            trio.lowlevel.reschedule(waiter)
+
     def expire(self) -> None:
         """The timeout passed with no answer (called by the TimeoutWatch)."""
         if not self.settled:
             self.timed_out = True
-            self.done.set()
+            self._finish()
             if self.on_settle is not None:
                 self.on_settle(self)
 
@@ -82,7 +105,7 @@ class Pending:
             self.settled = True
             self.result = result
             self.error = error
-            self.done.set()
+            self._finish()
             if self.on_settle is not None:
                 self.on_settle(self)
 
