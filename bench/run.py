@@ -416,7 +416,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--big-calls", type=int, default=50)
     parser.add_argument("--big-bytes", type=int, default=1 << 20)
-    parser.add_argument("--handshakes", type=int, default=5)
+    parser.add_argument("--handshakes", type=int, default=10)
     parser.add_argument("--idle", type=int, default=1000, help="idle connections")
     parser.add_argument("--kills", type=int, default=10, help="kill -9 to time reconnects")
     parser.add_argument("--clients", default=",".join(CLIENTS))

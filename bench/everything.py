@@ -12,7 +12,7 @@ pipes allow one call at a time.
 
     scripts/test                  # once: npm ci installs server-everything
     .venv/bin/pip install -e '.[bench]'
-    .venv/bin/python scripts/bench_everything.py [--runs 5] [--calls 1000]
+    .venv/bin/python bench/everything.py [--runs 5] [--calls 1000]
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 
 Prints messages per second for a small response and a 100 KB response, each measured
 as the median of several timed rounds, and the ratio. Run: .venv/bin/python
-scripts/bench_protocol.py [--rounds N]
+bench/protocol.py [--rounds N]
 """
 
 from __future__ import annotations
