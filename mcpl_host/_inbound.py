@@ -109,7 +109,10 @@ class Inbound:
                     for item in items:
                         self._on_line(epoch, item)
                     break
-                for item in framer.feed(chunk):
+                items = framer.feed(chunk)
+                if len(items) > 1:
+                    epoch.expect_burst(len(self._pending))
+                for item in items:
                     self._on_line(epoch, item)
         finally:
             if epoch.open:

@@ -52,7 +52,7 @@ class PipeStream(trio.abc.Stream):
                 except OSError as exc:
                     raise _translate(exc) from exc
 
-    def send_nowait(self, data: bytes) -> int:
+    def send_nowait(self, data: bytes | memoryview) -> int:
         """Write what the pipe takes now, without waiting; returns the bytes written.
 
         Raises ``trio.ClosedResourceError`` or ``trio.BrokenResourceError`` like

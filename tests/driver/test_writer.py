@@ -1,0 +1,118 @@
+"""The writer of a transport, over real pipes (the stdio stream, without a process):
+whole lines only, requests grouped after a burst of answers, a request given up before
+its turn never written, one given up while its line was being written cancelled."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+import trio.lowlevel
+import trio.testing
+
+from mcpl_host import Connection, RequestTimeout
+from mcpl_host.transports._pipes import PipeStream
+from mcpl_host.transports.memory import StreamTransport
+
+from .peer import Peer
+
+
+class Counting(PipeStream):
+    """Counts the host's write system calls."""
+
+    writes = 0
+
+    def send_nowait(self, data: bytes | memoryview) -> int:
+        self.writes += 1
+        return super().send_nowait(data)
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        self.writes += 1
+        await super().send_all(data)
+
+
+def pipes() -> tuple[Counting, Peer]:
+    """The host's stream over two pipes, and the scripted peer on their other ends."""
+    to_peer_r, to_peer_w = os.pipe()
+    to_host_r, to_host_w = os.pipe()
+    host = Counting(trio.lowlevel.FdStream(to_peer_w), trio.lowlevel.FdStream(to_host_r))
+    peer = PipeStream(trio.lowlevel.FdStream(to_host_w), trio.lowlevel.FdStream(to_peer_r))
+    return host, Peer(peer)
+
+
+@asynccontextmanager
+async def connected(host: Counting, peer: Peer) -> AsyncIterator[Connection]:
+    async def opener() -> StreamTransport:
+        return StreamTransport(host, "pipes")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(peer.handshake)
+        async with Connection(opener, request_timeout=10) as conn:
+            yield conn
+        await peer.stream.aclose()
+
+
+async def test_answers_read_at_once_are_followed_by_grouped_requests() -> None:
+    host, peer = pipes()
+
+    async def worker(n: int) -> None:
+        for step in range(2):
+            await conn.request("tools/call", {"name": "echo", "n": n, "step": step})
+
+    with trio.fail_after(10):
+        async with connected(host, peer) as conn, trio.open_nursery() as nursery:
+            for n in range(64):
+                nursery.start_soon(worker, n)
+            first = [await peer.recv() for _ in range(64)]
+            before = host.writes
+            # All 64 answers in one write: the host reads them at once, and the 64
+            # callers' next requests go out in a few writes, not one each.
+            await peer.send(b"".join(_answer(r) for r in first))
+            second = [await peer.recv() for _ in range(64)]
+            grouped = host.writes - before
+            await peer.send(b"".join(_answer(r) for r in second))
+    assert sorted(r["params"]["n"] for r in second) == list(range(64))
+    assert {r["params"]["step"] for r in second} == {1}
+    assert grouped <= 4  # two groups of 32 (one more if a chunk boundary splits them)
+
+
+async def test_a_request_given_up_before_its_turn_is_never_written() -> None:
+    host, peer = pipes()
+    with trio.fail_after(10):
+        async with connected(host, peer) as conn:
+            big = "x" * (1 << 20)  # far more than a pipe holds: the writer waits on it
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(conn.request, "tools/call", {"name": "big", "text": big})
+                await trio.testing.wait_all_tasks_blocked()
+                with trio.move_on_after(0.05):  # queued behind the big one, then given up
+                    await conn.request("tools/call", {"name": "queued"})
+                request = await peer.recv()
+                assert request["params"]["text"] == big  # whole, though written in pieces
+                await peer.send(_answer(request))
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(conn.request, "ping")
+                ping = await peer.recv()  # the next line on the wire: not the given-up one
+                assert ping["method"] == "ping"
+                await peer.send(_answer(ping))
+    assert not [line for line in peer.received if b'"queued"' in line]
+
+
+async def test_a_request_given_up_while_its_line_is_written_is_cancelled() -> None:
+    host, peer = pipes()
+    with trio.fail_after(10):
+        async with connected(host, peer) as conn:
+            big = "x" * (1 << 20)
+            with pytest.raises(RequestTimeout):
+                await conn.request("tools/call", {"name": "big", "text": big}, timeout=0.05)
+            request = await peer.recv()  # the line went out whole
+            assert request["params"]["text"] == big
+            cancelled = await peer.expect("notifications/cancelled")
+            assert cancelled["params"] == {"requestId": request["id"], "reason": "timeout"}
+
+
+def _answer(request: dict[str, Any]) -> bytes:
+    return b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % request["id"]
