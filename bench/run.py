@@ -35,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,30 @@ def check(text: str, expected_len: int) -> None:
         raise AssertionError(f"echo answered {len(text)} characters, not {expected_len}")
 
 
+async def timed_calls(
+    report: Report,
+    args: argparse.Namespace,
+    calls: Callable[..., Awaitable[None]],
+    task_group: Callable[[], Any],
+) -> None:
+    """The timed phases of an async client: ``calls(n, text="hello")`` makes ``n`` echo
+    calls and checks them; ``task_group()`` opens a trio nursery or an anyio task group."""
+    await calls(args.warmup)
+    wall, cpu = time.perf_counter(), time.process_time()
+    await calls(args.calls)
+    report.timed("sequential_per_s", args.calls, time.perf_counter() - wall)
+    report.figures["cpu_s_per_1k"] = (time.process_time() - cpu) / args.calls * 1000
+    wall = time.perf_counter()
+    async with task_group() as group:
+        for n in shares(args.calls, INFLIGHT):
+            group.start_soon(calls, n)
+    report.timed("inflight_per_s", args.calls, time.perf_counter() - wall)
+    big = "x" * args.big_bytes
+    wall = time.perf_counter()
+    await calls(args.big_calls, big)
+    report.timed("big_per_s", args.big_calls, time.perf_counter() - wall)
+
+
 # -- mcpl_host --------------------------------------------------------------------------
 
 
@@ -111,7 +136,6 @@ def child_mcpl_host(args: argparse.Namespace) -> None:
     report = Report(args)
     report.figures["import_s"] = time.perf_counter() - started
     target = StdioTarget.of(SERVER)
-    big = "x" * args.big_bytes
 
     async def main() -> None:
         for _ in range(args.handshakes - 1):
@@ -127,19 +151,7 @@ def child_mcpl_host(args: argparse.Namespace) -> None:
                     result = await conn.call_tool("echo", {"text": text})
                     check(result.text, len(text))
 
-            await calls(args.warmup)
-            wall, cpu = time.perf_counter(), time.process_time()
-            await calls(args.calls)
-            report.timed("sequential_per_s", args.calls, time.perf_counter() - wall)
-            report.figures["cpu_s_per_1k"] = (time.process_time() - cpu) / args.calls * 1000
-            wall = time.perf_counter()
-            async with trio.open_nursery() as nursery:
-                for n in shares(args.calls, INFLIGHT):
-                    nursery.start_soon(calls, n)
-            report.timed("inflight_per_s", args.calls, time.perf_counter() - wall)
-            wall = time.perf_counter()
-            await calls(args.big_calls, big)
-            report.timed("big_per_s", args.big_calls, time.perf_counter() - wall)
+            await timed_calls(report, args, calls, trio.open_nursery)
         report.emit()
 
     trio.run(main)
@@ -158,7 +170,6 @@ def child_python_sdk(args: argparse.Namespace) -> None:
     report = Report(args)
     report.figures["import_s"] = time.perf_counter() - started
     params = StdioServerParameters(command=SERVER[0], args=SERVER[1:])
-    big = "x" * args.big_bytes
 
     async def main() -> None:
         for last in [False] * (args.handshakes - 1) + [True]:
@@ -177,19 +188,7 @@ def child_python_sdk(args: argparse.Namespace) -> None:
                 block = result.content[0]
                 check(block.text if isinstance(block, TextContent) else "", len(text))
 
-        await calls(args.warmup)
-        wall, cpu = time.perf_counter(), time.process_time()
-        await calls(args.calls)
-        report.timed("sequential_per_s", args.calls, time.perf_counter() - wall)
-        report.figures["cpu_s_per_1k"] = (time.process_time() - cpu) / args.calls * 1000
-        wall = time.perf_counter()
-        async with anyio.create_task_group() as group:
-            for n in shares(args.calls, INFLIGHT):
-                group.start_soon(calls, n)
-        report.timed("inflight_per_s", args.calls, time.perf_counter() - wall)
-        wall = time.perf_counter()
-        await calls(args.big_calls, big)
-        report.timed("big_per_s", args.big_calls, time.perf_counter() - wall)
+        await timed_calls(report, args, calls, anyio.create_task_group)
 
     anyio.run(main)
 
