@@ -1,0 +1,145 @@
+"""One trio run that serves calls from outside it.
+
+The asyncio face runs trio as a guest on the asyncio loop, the sync face runs it in a
+thread of its own; both submit work here. Every connection and manager of a face runs
+in the portal's nursery, so one trio run serves them all. A submitted call runs in a
+task of its own under a cancel scope that the other side can cancel from any thread;
+its outcome is handed to a callback in trio, which the face turns into its own result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+from typing import Any, TypeVar
+
+import outcome
+import trio
+
+from .mcpl.host import Mcpl, McplContext
+
+__all__ = ["Call", "Portal", "adapt_hooks"]
+
+T = TypeVar("T")
+
+
+class Call:
+    """A call submitted to the portal; :meth:`cancel` may be called from any thread."""
+
+    __slots__ = ("_cancelled", "_portal", "_scope")
+
+    def __init__(self, portal: Portal) -> None:
+        self._portal = portal
+        self._scope: trio.CancelScope | None = None
+        self._cancelled = False
+
+    def cancel(self) -> None:
+        self._portal.run_soon(self._cancel_now)
+
+    def _cancel_now(self) -> None:
+        self._cancelled = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+
+class Portal:
+    """The trio side: :meth:`serve` is the run's main task, until :meth:`stop`."""
+
+    def __init__(self) -> None:
+        self.token: trio.lowlevel.TrioToken | None = None
+        self._nursery: trio.Nursery | None = None
+        self._stop: trio.Event | None = None
+
+    async def serve(self, on_ready: Callable[[], None]) -> None:
+        """Run until stopped; ``on_ready()`` is called (in trio) once calls can be
+        submitted. Stopping cancels whatever still runs: the faces close their
+        connections first."""
+        self._stop = trio.Event()
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self.token = trio.lowlevel.current_trio_token()
+            on_ready()
+            await self._stop.wait()
+            nursery.cancel_scope.cancel()
+
+    def stop(self) -> None:
+        """End the run (from any thread)."""
+        self.run_soon(self._stop_now)
+
+    def _stop_now(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+
+    def run_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        """``fn(*args)`` in the trio run, from any thread; nothing once it has ended."""
+        token = self.token
+        if token is None:
+            return
+        with contextlib.suppress(trio.RunFinishedError):
+            token.run_sync_soon(fn, *args)
+
+    def submit(
+        self,
+        fn: Callable[[], Awaitable[T]],
+        on_done: Callable[[outcome.Outcome[T]], None],
+    ) -> Call:
+        """Run ``fn()`` in a task of its own; ``on_done(outcome)`` gets how it ended (a
+        ``trio.Cancelled`` error when it was cancelled). From any thread."""
+        call = Call(self)
+        self.run_soon(self._start, fn, on_done, call)
+        return call
+
+    def _start(
+        self,
+        fn: Callable[[], Awaitable[T]],
+        on_done: Callable[[outcome.Outcome[T]], None],
+        call: Call,
+    ) -> None:
+        assert self._nursery is not None
+        self._nursery.start_soon(self._run, fn, on_done, call)
+
+    @staticmethod
+    async def _run(
+        fn: Callable[[], Awaitable[T]], on_done: Callable[[outcome.Outcome[T]], None], call: Call
+    ) -> None:
+        with trio.CancelScope() as scope:
+            call._scope = scope
+            if call._cancelled:
+                scope.cancel()
+            result = await outcome.acapture(fn)
+        on_done(result)
+
+    async def start_service(self, service: Any) -> None:
+        """Start a Connection or ConnectionManager (``service.run``) in the portal's
+        nursery; return once it is up (its first-connect error propagates)."""
+        assert self._nursery is not None
+        await self._nursery.start(service.run)
+
+
+# -- hooks -------------------------------------------------------------------------------
+
+HookAdapter = Callable[[Callable[..., Any]], Callable[..., Awaitable[Any]]]
+
+
+def adapt_hooks(options: Mapping[str, Any], adapt: HookAdapter) -> dict[str, Any]:
+    """``options`` of a Connection or ConnectionManager with every server-to-host hook
+    (``sampling``, ``elicitation``, raw ``handlers``, ``mcpl`` hooks) made a trio
+    coroutine function by ``adapt``."""
+    adapted = dict(options)
+    for name in ("sampling", "elicitation"):
+        if adapted.get(name) is not None:
+            adapted[name] = adapt(adapted[name])
+    if adapted.get("handlers"):
+        adapted["handlers"] = {m: adapt(h) for m, h in adapted["handlers"].items()}
+    mcpl = adapted.get("mcpl")
+    if isinstance(mcpl, Mcpl) and mcpl.hooks:
+        adapted["mcpl"] = replace(mcpl, hooks={m: adapt(h) for m, h in mcpl.hooks.items()})
+    return adapted
+
+
+def with_context(
+    args: tuple[Any, ...], convert: Callable[[McplContext], McplContext]
+) -> tuple[Any, ...]:
+    """``args`` with an MCPL context's stream sender converted for the hook's side."""
+    return tuple(convert(a) if isinstance(a, McplContext) and a.stream else a for a in args)

@@ -1,0 +1,274 @@
+"""mcpl_host from asyncio: the same Connection and ConnectionManager, awaitable.
+
+    import asyncio
+    from mcpl_host import aio
+
+    async def main():
+        async with aio.Connection("python -m mcpl_host.demo") as conn:
+            print(await conn.call_tool("echo", {"text": "hi"}))
+
+    asyncio.run(main())
+
+trio runs as a guest on the running asyncio loop (``trio.lowlevel.start_guest_run``):
+one trio run per loop, started by the first connection or manager entered and ended
+when the last one leaves, serves them all. Every coroutine method of the object
+(``call_tool``, ``list_tools``, ``request``, ``notify``, ``set_roots``...) is awaitable
+from asyncio and returns what it returns under trio; every other attribute is the
+object's own. Errors are the same typed exceptions. Cancelling the asyncio task that
+awaits a call cancels the call in trio, which sends ``notifications/cancelled`` as a
+cancelled trio caller would.
+
+Server-to-host hooks (``sampling``, ``elicitation``, raw ``handlers``, the hooks of
+``mcpl``) may be asyncio coroutine functions, run as asyncio tasks on the loop, or plain
+callables, called on the loop's thread; a hook cancelled in trio (the server cancelled
+the request, the transport ended) has its asyncio task cancelled. An MCPL context's
+``stream`` is awaitable from asyncio. ``on_event`` callbacks run on the loop's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+from types import TracebackType
+from typing import Any, Generic, TypeVar, cast
+
+import outcome
+import trio
+
+from . import connection as _connection
+from ._lifetime import OwnsNursery
+from ._portal import Portal, adapt_hooks, with_context
+from .manager import _manager
+from .mcpl.host import McplContext
+
+__all__ = ["Connection", "ConnectionManager"]
+
+T = TypeVar("T")
+S = TypeVar("S", bound=OwnsNursery)
+
+
+class _GuestRun:
+    """The trio run hosted by one asyncio loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.portal = Portal()
+        self.users = 0
+        self.stopping = False
+        self.ready: asyncio.Future[None] = loop.create_future()
+        self.done: asyncio.Future[None] = loop.create_future()
+        trio.lowlevel.start_guest_run(
+            self.portal.serve,
+            self._ready,
+            run_sync_soon_threadsafe=loop.call_soon_threadsafe,
+            done_callback=self._finished,
+            # asyncio owns the wakeup fd (its signal handling); trio must not take it.
+            host_uses_signal_set_wakeup_fd=True,
+        )
+
+    def _ready(self) -> None:
+        if not self.ready.done():
+            self.ready.set_result(None)
+
+    def _finished(self, result: outcome.Outcome[None]) -> None:
+        if _RUNS.get(self.loop) is self:
+            del _RUNS[self.loop]
+        if not self.ready.done():
+            self.ready.set_exception(RuntimeError("the trio run ended before it started"))
+        if not self.done.done():
+            self.done.set_result(None)
+        if isinstance(result, outcome.Error):  # pragma: no cover - serve() raises nothing
+            raise result.error
+
+
+_RUNS: dict[asyncio.AbstractEventLoop, _GuestRun] = {}
+
+
+async def _acquire() -> _GuestRun:
+    loop = asyncio.get_running_loop()
+    run = _RUNS.get(loop)
+    while run is not None and run.stopping:
+        await asyncio.shield(run.done)  # one trio run at a time on a loop
+        run = _RUNS.get(loop)
+    if run is None:
+        run = _RUNS[loop] = _GuestRun(loop)
+    run.users += 1
+    try:
+        await asyncio.shield(run.ready)
+    except BaseException:
+        await _release(run)
+        raise
+    return run
+
+
+async def _release(run: _GuestRun) -> None:
+    run.users -= 1
+    if run.users == 0:
+        run.stopping = True
+        run.portal.stop()
+        await _uncancellable(run.done)
+
+
+async def _in_trio(run: _GuestRun, fn: Callable[[], Awaitable[T]]) -> T:
+    """``await fn()`` in the trio run; cancelling the awaiting task cancels it there."""
+    future: asyncio.Future[T] = run.loop.create_future()
+    ended: asyncio.Future[None] = run.loop.create_future()
+
+    def done(result: outcome.Outcome[T]) -> None:
+        ended.set_result(None)
+        if future.done():
+            return
+        if isinstance(result, outcome.Error):
+            if isinstance(result.error, trio.Cancelled):
+                future.cancel()
+            else:
+                future.set_exception(result.error)
+        else:
+            future.set_result(result.unwrap())
+
+    call = run.portal.submit(fn, done)
+    try:
+        return await future
+    except asyncio.CancelledError:
+        call.cancel()
+        # Until trio has taken the cancellation (and queued notifications/cancelled):
+        # leaving an ``async with`` right after must not overtake it.
+        await _uncancellable(ended)
+        raise
+
+
+async def _uncancellable(awaitable: Awaitable[T]) -> T:
+    """Wait for ``awaitable`` to the end even if this task is cancelled meanwhile (the
+    cancellation is raised afterwards)."""
+    task = asyncio.ensure_future(awaitable)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                raise
+            cancelled = True
+            continue
+        if cancelled:
+            raise asyncio.CancelledError
+        return result
+
+
+class _Facade:
+    """The object, with its coroutine methods run in the trio run."""
+
+    __slots__ = ("_run", "_target")
+
+    def __init__(self, target: Any, run: _GuestRun) -> None:
+        self._target = target
+        self._run = run
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        if not inspect.iscoroutinefunction(value):
+            return value
+        run = self._run
+
+        @functools.wraps(value)
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await _in_trio(run, functools.partial(value, *args, **kwargs))
+
+        return call
+
+    def __repr__(self) -> str:
+        return f"<asyncio face of {self._target!r}>"
+
+
+class _Service(Generic[S]):
+    """``async with`` runs the object in the shared trio run; the object it gives is
+    awaitable from asyncio (typed as the object: its coroutine methods' results are the
+    same)."""
+
+    def __init__(self, service: S) -> None:
+        self._service = service
+        self._run: _GuestRun | None = None
+
+    async def __aenter__(self) -> S:
+        if self._run is not None:
+            raise RuntimeError("already entered")
+        run = await _acquire()
+        try:
+            await _in_trio(run, functools.partial(run.portal.start_service, self._service))
+        except BaseException:
+            await _release(run)
+            raise
+        self._run = run
+        return cast(S, _Facade(self._service, run))
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        run, self._run = self._run, None
+        if run is None:
+            return
+        try:
+            await _uncancellable(_in_trio(run, self._service.aclose))
+        finally:
+            await _release(run)
+
+
+class Connection(_Service[_connection.Connection]):
+    """:class:`mcpl_host.Connection` for asyncio: the same arguments, hooks written for
+    asyncio (see the module)."""
+
+    def __init__(self, target: Any, **options: Any) -> None:
+        super().__init__(_connection.Connection(target, **adapt_hooks(options, asyncio_hook)))
+
+
+class ConnectionManager(_Service[_manager.ConnectionManager]):
+    """:class:`mcpl_host.ConnectionManager` for asyncio: the same arguments, hooks
+    written for asyncio (see the module)."""
+
+    def __init__(self, servers: Mapping[str, Any] | str, **options: Any) -> None:
+        super().__init__(_manager.ConnectionManager(servers, **adapt_hooks(options, asyncio_hook)))
+
+
+def asyncio_hook(hook: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    """A hook written for asyncio (or a plain callable) as the trio coroutine function a
+    connection awaits. trio is the loop's guest, so this runs on the loop's thread."""
+
+    async def in_trio(*args: Any) -> Any:
+        value = hook(*with_context(args, _asyncio_context))
+        if not inspect.isawaitable(value):
+            return value
+        task = asyncio.ensure_future(value)
+        finished = trio.Event()
+        token = trio.lowlevel.current_trio_token()
+
+        def wake(_: object) -> None:
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(finished.set)
+
+        task.add_done_callback(wake)
+        try:
+            await finished.wait()
+        except BaseException:
+            task.cancel()  # the server cancelled, or the transport ended
+            raise
+        return task.result()
+
+    return in_trio
+
+
+def _asyncio_context(context: McplContext) -> McplContext:
+    send = context.stream
+    assert send is not None
+    run = _RUNS[asyncio.get_running_loop()]
+
+    async def stream(chunk: Any) -> None:
+        await _in_trio(run, functools.partial(send, chunk))
+
+    return replace(context, stream=stream)

@@ -1,0 +1,244 @@
+"""mcpl_host from synchronous code: scripts, notebooks, threads.
+
+    from mcpl_host import sync
+
+    with sync.Connection("python -m mcpl_host.demo") as conn:
+        print(conn.call_tool("echo", {"text": "hi"}).text)
+
+trio runs in a background thread (one per process, started by the first connection or
+manager entered, stopped and joined when the last one leaves); every coroutine method
+of the object (``call_tool``, ``list_tools``, ``request``...) becomes a plain blocking
+call that returns what it returns under trio, with the same typed exceptions. Other
+attributes are the object's own. Calls may come from any thread.
+
+Leaving the ``with`` block always shuts the servers down, on an exception and on
+KeyboardInterrupt too: a Ctrl-C while a call blocks cancels that call in trio (the
+server gets ``notifications/cancelled``), and a Ctrl-C during the shutdown does not cut
+it short (it is raised once the servers are down).
+
+Server-to-host hooks (``sampling``, ``elicitation``, raw ``handlers``, the hooks of
+``mcpl``) are plain callables, or coroutine functions (each run with ``asyncio.run``);
+either runs in a worker thread, so a slow hook holds up nothing else. An MCPL context's
+``stream`` is a plain blocking callable there. ``on_event`` callbacks run in trio's
+thread and must be quick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import inspect
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+from types import TracebackType
+from typing import Any, TypeVar
+
+import outcome
+import trio
+
+from . import connection as _connection
+from ._portal import Call, Portal, adapt_hooks, with_context
+from .manager import _manager
+from .mcpl.host import McplContext
+
+__all__ = ["Connection", "ConnectionManager"]
+
+T = TypeVar("T")
+
+_LOCK = threading.Lock()
+# How long an interrupted call waits for trio to take its cancellation (one scheduling
+# round, normally).
+_CANCEL_SETTLE = 5.0
+
+
+class _TrioThread:
+    """The process's trio run for this face, in a thread of its own."""
+
+    current: _TrioThread | None = None
+
+    def __init__(self) -> None:
+        self.portal = Portal()
+        self.users = 0
+        ready = threading.Event()
+        self.thread = threading.Thread(
+            target=trio.run, args=(self.portal.serve, ready.set), name="mcpl_host trio", daemon=True
+        )
+        self.thread.start()
+        ready.wait()
+
+    @classmethod
+    def acquire(cls) -> _TrioThread:
+        with _LOCK:
+            run = cls.current
+            if run is None:
+                run = cls.current = _TrioThread()
+            run.users += 1
+            return run
+
+    def release(self) -> None:
+        with _LOCK:
+            self.users -= 1
+            if self.users:
+                return
+            if _TrioThread.current is self:
+                _TrioThread.current = None
+        self.portal.stop()
+        self.thread.join()
+
+
+def _submit(
+    run: _TrioThread, fn: Callable[[], Awaitable[T]]
+) -> tuple[concurrent.futures.Future[T], Call]:
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def done(result: outcome.Outcome[T]) -> None:
+        if isinstance(result, outcome.Error):
+            future.set_exception(result.error)
+        else:
+            future.set_result(result.unwrap())
+
+    return future, run.portal.submit(fn, done)
+
+
+def _call(run: _TrioThread, fn: Callable[[], Awaitable[T]]) -> T:
+    """``fn()`` in the trio run, waited for here; an interrupt while waiting (Ctrl-C)
+    cancels it there."""
+    future, call = _submit(run, fn)
+    try:
+        result: T = future.result()
+    except BaseException:
+        if not future.done():
+            call.cancel()
+            # Until trio has taken the cancellation (and queued notifications/cancelled):
+            # a shutdown right after must not overtake it.
+            concurrent.futures.wait([future], timeout=_CANCEL_SETTLE)
+        raise
+    return result
+
+
+def _finish(run: _TrioThread, fn: Callable[[], Awaitable[None]]) -> None:
+    """``fn()`` in the trio run, waited for to the end: an interrupt meanwhile is raised
+    afterwards."""
+    future, _ = _submit(run, fn)
+    interrupted: BaseException | None = None
+    while True:
+        try:
+            future.result()
+        except (KeyboardInterrupt, SystemExit) as exc:
+            if not future.done():
+                interrupted = exc
+                continue
+            raise
+        break
+    if interrupted is not None:
+        raise interrupted
+
+
+class _Facade:
+    """The object, with its coroutine methods made blocking calls into the trio run."""
+
+    __slots__ = ("_run", "_target")
+
+    def __init__(self, target: Any, run: _TrioThread) -> None:
+        self._target = target
+        self._run = run
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        if not inspect.iscoroutinefunction(value):
+            return value
+        run = self._run
+
+        @functools.wraps(value)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return _call(run, functools.partial(value, *args, **kwargs))
+
+        return call
+
+    def __repr__(self) -> str:
+        return f"<sync face of {self._target!r}>"
+
+
+class _Service:
+    """``with`` runs the object in the trio thread; the object it gives has blocking
+    methods (typed ``Any``: every coroutine method returns its result directly)."""
+
+    def __init__(self, service: Any) -> None:
+        self._service = service
+        self._run: _TrioThread | None = None
+
+    def __enter__(self) -> Any:
+        if self._run is not None:
+            raise RuntimeError("already entered")
+        run = _TrioThread.acquire()
+        try:
+            _call(run, functools.partial(run.portal.start_service, self._service))
+        except BaseException:
+            run.release()
+            raise
+        self._run = run
+        return _Facade(self._service, run)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        run, self._run = self._run, None
+        if run is None:
+            return
+        try:
+            _finish(run, self._service.aclose)
+        finally:
+            run.release()
+
+
+class Connection(_Service):
+    """:class:`mcpl_host.Connection` for synchronous code: the same arguments, hooks as
+    plain callables (see the module)."""
+
+    def __init__(self, target: Any, **options: Any) -> None:
+        super().__init__(_connection.Connection(target, **adapt_hooks(options, threaded_hook)))
+
+
+class ConnectionManager(_Service):
+    """:class:`mcpl_host.ConnectionManager` for synchronous code: the same arguments,
+    hooks as plain callables (see the module)."""
+
+    def __init__(self, servers: Mapping[str, Any] | str, **options: Any) -> None:
+        super().__init__(_manager.ConnectionManager(servers, **adapt_hooks(options, threaded_hook)))
+
+
+def threaded_hook(hook: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    """A plain (or asyncio coroutine) hook as the trio coroutine function a connection
+    awaits: run in a worker thread, trio going on meanwhile."""
+
+    def in_thread(*args: Any) -> Any:
+        value = hook(*args)
+        if inspect.isawaitable(value):
+            return asyncio.run(_awaited(value))
+        return value
+
+    async def in_trio(*args: Any) -> Any:
+        args = with_context(args, _blocking_context)
+        return await trio.to_thread.run_sync(in_thread, *args, abandon_on_cancel=True)
+
+    return in_trio
+
+
+async def _awaited(value: Awaitable[T]) -> T:
+    return await value
+
+
+def _blocking_context(context: McplContext) -> McplContext:
+    send = context.stream
+    assert send is not None
+    token = trio.lowlevel.current_trio_token()
+
+    def stream(chunk: Any) -> None:
+        trio.from_thread.run(send, chunk, trio_token=token)
+
+    return replace(context, stream=stream)  # type: ignore[arg-type]
