@@ -9,7 +9,8 @@ measures, in this order: the import of the client library, ``--handshakes`` hand
 ``--big-bytes`` (1 MiB) one at a time. Every answer is checked. Runs alternate between
 the clients (this machine is noisy) and the table shows medians and ratios.
 
-Clients: ``mcpl_host`` (``Connection.call_tool``, typed), ``python-sdk`` (``mcp``'s
+Clients: ``mcpl_host`` (``Connection.call_tool``, typed, on trio), ``mcpl_host-asyncio``
+(the same through ``mcpl_host.aio`` under ``asyncio.run``), ``python-sdk`` (``mcp``'s
 ``ClientSession.call_tool``), ``typescript-sdk`` (``@modelcontextprotocol/sdk``'s
 ``Client.callTool`` on node, ``bench/node/client.mjs``), ``floor`` (no JSON-RPC client:
 blocking writes of prepared lines and ``readline``; 64 in flight is 64 lines written at
@@ -28,6 +29,8 @@ connections open in one process to one server over a Unix socket, and the time f
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -35,7 +38,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +46,7 @@ BENCH = Path(__file__).resolve().parent
 SERVER = [sys.executable, str(BENCH / "server.py")]
 TS_CLIENT = BENCH / "node" / "client.mjs"
 INFLIGHT = 64
-CLIENTS = ("mcpl_host", "python-sdk", "typescript-sdk", "floor")
+CLIENTS = ("mcpl_host", "mcpl_host-asyncio", "python-sdk", "typescript-sdk", "floor")
 INIT_PARAMS = {
     "protocolVersion": "2025-11-25",
     "capabilities": {},
@@ -155,6 +158,53 @@ def child_mcpl_host(args: argparse.Namespace) -> None:
         report.emit()
 
     trio.run(main)
+
+
+# -- mcpl_host's asyncio face ---------------------------------------------------------
+
+
+class _StartSoon:
+    """An asyncio TaskGroup with trio's ``start_soon``."""
+
+    def __init__(self, group: asyncio.TaskGroup) -> None:
+        self._group = group
+
+    def start_soon(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+        self._group.create_task(fn(*args))
+
+
+@contextlib.asynccontextmanager
+async def asyncio_group() -> AsyncIterator[_StartSoon]:
+    async with asyncio.TaskGroup() as group:
+        yield _StartSoon(group)
+
+
+def child_mcpl_host_asyncio(args: argparse.Namespace) -> None:
+    started = time.perf_counter()
+    from mcpl_host import StdioTarget, aio
+
+    report = Report(args)
+    report.figures["import_s"] = time.perf_counter() - started
+    target = StdioTarget.of(SERVER)
+
+    async def main() -> None:
+        for _ in range(args.handshakes - 1):
+            began = time.perf_counter()
+            async with aio.Connection(target):
+                report.handshake(time.perf_counter() - began)
+        began = time.perf_counter()
+        async with aio.Connection(target) as conn:
+            report.handshake(time.perf_counter() - began)
+
+            async def calls(n: int, text: str = "hello") -> None:
+                for _ in range(n):
+                    result = await conn.call_tool("echo", {"text": text})
+                    check(result.text, len(text))
+
+            await timed_calls(report, args, calls, asyncio_group)
+        report.emit()
+
+    asyncio.run(main())
 
 
 # -- the official Python SDK -------------------------------------------------------------
@@ -334,6 +384,7 @@ def child_reconnect(args: argparse.Namespace) -> None:
 
 CHILDREN = {
     "mcpl_host": child_mcpl_host,
+    "mcpl_host-asyncio": child_mcpl_host_asyncio,
     "python-sdk": child_python_sdk,
     "floor": child_floor,
     "idle": child_idle,

@@ -18,6 +18,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
         ("connection.md", "connected"),  # the info line went to stderr, as configured
         ("manager.md", "server state"),  # the manager's log lines went to stderr
         ("client.md", "server log"),  # the server's notifications/message, logged
+        ("embedding.md", ""),  # structlog unconfigured: nothing worth a warning
     ],
 )
 def test_example_runs_as_written(tmp_path: Path, page: str, on_stderr: str) -> None:
