@@ -127,6 +127,31 @@ async def timed_calls(
     report.timed("big_per_s", args.big_calls, time.perf_counter() - wall)
 
 
+async def connect_and_measure(
+    report: Report,
+    args: argparse.Namespace,
+    connect: Callable[[], Any],
+    task_group: Callable[[], Any],
+) -> None:
+    """mcpl_host's run, on either face: ``connect()`` gives an ``async with`` for a
+    Connection; the handshakes, then the timed phases on the last one."""
+    for _ in range(args.handshakes - 1):
+        began = time.perf_counter()
+        async with connect():
+            report.handshake(time.perf_counter() - began)
+    began = time.perf_counter()
+    async with connect() as conn:
+        report.handshake(time.perf_counter() - began)
+
+        async def calls(n: int, text: str = "hello") -> None:
+            for _ in range(n):
+                result = await conn.call_tool("echo", {"text": text})
+                check(result.text, len(text))
+
+        await timed_calls(report, args, calls, task_group)
+    report.emit()
+
+
 # -- mcpl_host --------------------------------------------------------------------------
 
 
@@ -141,21 +166,7 @@ def child_mcpl_host(args: argparse.Namespace) -> None:
     target = StdioTarget.of(SERVER)
 
     async def main() -> None:
-        for _ in range(args.handshakes - 1):
-            began = time.perf_counter()
-            async with Connection(target):
-                report.handshake(time.perf_counter() - began)
-        began = time.perf_counter()
-        async with Connection(target) as conn:
-            report.handshake(time.perf_counter() - began)
-
-            async def calls(n: int, text: str = "hello") -> None:
-                for _ in range(n):
-                    result = await conn.call_tool("echo", {"text": text})
-                    check(result.text, len(text))
-
-            await timed_calls(report, args, calls, trio.open_nursery)
-        report.emit()
+        await connect_and_measure(report, args, lambda: Connection(target), trio.open_nursery)
 
     trio.run(main)
 
@@ -188,21 +199,7 @@ def child_mcpl_host_asyncio(args: argparse.Namespace) -> None:
     target = StdioTarget.of(SERVER)
 
     async def main() -> None:
-        for _ in range(args.handshakes - 1):
-            began = time.perf_counter()
-            async with aio.Connection(target):
-                report.handshake(time.perf_counter() - began)
-        began = time.perf_counter()
-        async with aio.Connection(target) as conn:
-            report.handshake(time.perf_counter() - began)
-
-            async def calls(n: int, text: str = "hello") -> None:
-                for _ in range(n):
-                    result = await conn.call_tool("echo", {"text": text})
-                    check(result.text, len(text))
-
-            await timed_calls(report, args, calls, asyncio_group)
-        report.emit()
+        await connect_and_measure(report, args, lambda: aio.Connection(target), asyncio_group)
 
     asyncio.run(main())
 

@@ -10,6 +10,8 @@ its outcome is handed to a callback in trio, which the face turns into its own r
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -19,7 +21,7 @@ import trio
 
 from .mcpl.host import Mcpl, McplContext
 
-__all__ = ["Call", "Portal", "adapt_hooks"]
+__all__ = ["Call", "Facade", "Portal", "adapt_hooks"]
 
 T = TypeVar("T")
 
@@ -115,6 +117,28 @@ class Portal:
         nursery; return once it is up (its first-connect error propagates)."""
         assert self._nursery is not None
         await self._nursery.start(service.run)
+
+
+class Facade:
+    """The object seen from a face: its coroutine methods made the face's calls by
+    ``wrap`` (awaitable from asyncio, blocking...), every other attribute its own."""
+
+    __slots__ = ("_target", "_wrap")
+
+    def __init__(
+        self, target: Any, wrap: Callable[[Callable[..., Awaitable[Any]]], Callable[..., Any]]
+    ) -> None:
+        self._target = target
+        self._wrap = wrap
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        if not inspect.iscoroutinefunction(value):
+            return value
+        return functools.wraps(value)(self._wrap(value))
+
+    def __repr__(self) -> str:
+        return f"<{self._wrap.__module__} face of {self._target!r}>"
 
 
 # -- hooks -------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ import trio
 
 from . import connection as _connection
 from ._lifetime import OwnsNursery
-from ._portal import Portal, adapt_hooks, with_context
+from ._portal import Facade, Portal, adapt_hooks, with_context
 from .manager import _manager
 from .mcpl.host import McplContext
 
@@ -159,31 +159,6 @@ async def _uncancellable(awaitable: Awaitable[T]) -> T:
         return result
 
 
-class _Facade:
-    """The object, with its coroutine methods run in the trio run."""
-
-    __slots__ = ("_run", "_target")
-
-    def __init__(self, target: Any, run: _GuestRun) -> None:
-        self._target = target
-        self._run = run
-
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._target, name)
-        if not inspect.iscoroutinefunction(value):
-            return value
-        run = self._run
-
-        @functools.wraps(value)
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            return await _in_trio(run, functools.partial(value, *args, **kwargs))
-
-        return call
-
-    def __repr__(self) -> str:
-        return f"<asyncio face of {self._target!r}>"
-
-
 class _Service(Generic[S]):
     """``async with`` runs the object in the shared trio run; the object it gives is
     awaitable from asyncio (typed as the object: its coroutine methods' results are the
@@ -203,7 +178,14 @@ class _Service(Generic[S]):
             await _release(run)
             raise
         self._run = run
-        return cast(S, _Facade(self._service, run))
+
+        def wrap(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+            async def call(*args: Any, **kwargs: Any) -> Any:
+                return await _in_trio(run, functools.partial(method, *args, **kwargs))
+
+            return call
+
+        return cast(S, Facade(self._service, wrap))
 
     async def __aexit__(
         self,

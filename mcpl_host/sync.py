@@ -39,7 +39,7 @@ import outcome
 import trio
 
 from . import connection as _connection
-from ._portal import Call, Portal, adapt_hooks, with_context
+from ._portal import Call, Facade, Portal, adapt_hooks, with_context
 from .manager import _manager
 from .mcpl.host import McplContext
 
@@ -136,31 +136,6 @@ def _finish(run: _TrioThread, fn: Callable[[], Awaitable[None]]) -> None:
         raise interrupted
 
 
-class _Facade:
-    """The object, with its coroutine methods made blocking calls into the trio run."""
-
-    __slots__ = ("_run", "_target")
-
-    def __init__(self, target: Any, run: _TrioThread) -> None:
-        self._target = target
-        self._run = run
-
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._target, name)
-        if not inspect.iscoroutinefunction(value):
-            return value
-        run = self._run
-
-        @functools.wraps(value)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return _call(run, functools.partial(value, *args, **kwargs))
-
-        return call
-
-    def __repr__(self) -> str:
-        return f"<sync face of {self._target!r}>"
-
-
 class _Service:
     """``with`` runs the object in the trio thread; the object it gives has blocking
     methods (typed ``Any``: every coroutine method returns its result directly)."""
@@ -179,7 +154,14 @@ class _Service:
             run.release()
             raise
         self._run = run
-        return _Facade(self._service, run)
+
+        def wrap(method: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
+            def call(*args: Any, **kwargs: Any) -> Any:
+                return _call(run, functools.partial(method, *args, **kwargs))
+
+            return call
+
+        return Facade(self._service, wrap)
 
     def __exit__(
         self,
