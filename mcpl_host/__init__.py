@@ -69,6 +69,7 @@ from .protocol.redact import Redactor
 from .reconnect import Reconnect
 from .responder import Handler, Responder, ServerRequest
 from .transports.targets import (
+    HttpTarget,
     StdioTarget,
     Target,
     TcpTarget,
@@ -99,6 +100,7 @@ __all__ = [
     "GetPromptResult",
     "Handler",
     "HookContext",
+    "HttpTarget",
     "InitializeError",
     "ListChanged",
     "Mcpl",

@@ -108,6 +108,8 @@ class Inbound:
                     items = framer.close()
                     for item in items:
                         self._on_line(epoch, item)
+                    # A transport may say why it ended (HTTP: "session-expired").
+                    reason = getattr(stream, "end_reason", None) or reason
                     break
                 items = framer.feed(chunk)
                 if len(items) > 1:

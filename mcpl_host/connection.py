@@ -73,6 +73,8 @@ from .transports.targets import Target, describe, parse_target, redactor_for
 __all__ = ["Connection", "ProgressCallback", "TransportFactory"]
 
 _log = get_logger("mcpl_host.connection")
+# A new HTTP session after the server ended one (404), when no reconnect policy is set.
+_RENEW_SESSION: Final = Reconnect(initial=0.1, maximum=1.0, jitter=0.1, max_attempts=3)
 
 T = TypeVar("T")
 
@@ -434,13 +436,17 @@ class Connection(OwnsNursery, ClientCalls):
             await epoch.ended.wait()
             if self._closing:
                 return
-            if self._reconnect is None:
+            policy = self._reconnect
+            if policy is None and epoch.end_reason == "session-expired":
+                # The server ended the HTTP session (404): MCP says start a new one.
+                policy = _RENEW_SESSION
+            if policy is None:
                 self._finish(epoch.end_reason or "closed")
                 return
             self._state = _State.RECONNECTING
             try:
                 with trio.CancelScope() as self._reconnect_scope:
-                    new = await self._reconnect_once(self._reconnect)
+                    new = await self._reconnect_once(policy)
             except McplHostError as exc:
                 self._log.warning("reconnect failed", error=self.redactor.log_value(str(exc)))
                 self._finish("reconnect-failed", cause=exc)
@@ -710,7 +716,8 @@ class Connection(OwnsNursery, ClientCalls):
                 )
             )
             epoch.handshake_done.set()
-        self._outbound.rebind(epoch, reconnecting=self._reconnect is not None and not self._closing)
+        renews = self._reconnect is not None or reason == "session-expired"
+        self._outbound.rebind(epoch, reconnecting=renews and not self._closing)
 
     async def _end_epoch(self, epoch: Epoch, reason: str) -> None:
         if epoch.open:

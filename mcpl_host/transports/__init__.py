@@ -18,6 +18,7 @@ from .environment import child_environment
 from .sockets import SocketTransport, open_tcp, open_unix
 from .stdio import StdioTransport, open_stdio
 from .targets import (
+    HttpTarget,
     StdioTarget,
     Target,
     TcpTarget,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from .websocket import WebSocketTransport, open_websocket
 
 __all__ = [
+    "HttpTarget",
     "SocketTransport",
     "StdioTarget",
     "StdioTransport",
@@ -111,6 +113,12 @@ async def open_transport(
         return await open_tcp(target)
     if isinstance(target, UnixTarget):
         return await open_unix(target)
+    if isinstance(target, HttpTarget):
+        from .http import open_http  # noqa: PLC0415 - lazy on purpose: httpx is heavy
+
+        return await open_http(
+            target, nursery=nursery, redactor=redactor, max_message_bytes=max_message_bytes
+        )
     if isinstance(target, WebSocketTarget):
         from .websocket import open_websocket  # noqa: PLC0415 - lazy on purpose
 

@@ -22,9 +22,11 @@ from urllib.parse import quote, unquote, urlsplit
 
 from ..protocol.errors import ConfigurationError
 from ..protocol.redact import REDACTION_MARK, Redactor, log_value
+from .http_target import HttpTarget, describe_http, http_redactor
 
 __all__ = [
     "DialRedactor",
+    "HttpTarget",
     "StdioTarget",
     "Target",
     "TcpTarget",
@@ -39,7 +41,7 @@ __all__ = [
 _SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 _HOSTNAME: Final = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?")
 _PORT: Final = re.compile(r"[0-9]{1,5}")
-_EXPECTED: Final = "expected tcp://HOST:PORT, unix:PATH or ws(s)://HOST[:PORT][/PATH]"
+_EXPECTED: Final = "expected tcp://HOST:PORT, unix:PATH, ws(s)://HOST[:PORT][/PATH] or http(s)://HOST[:PORT][/PATH]"
 # RFC 9110 token characters: what a header name may be made of.
 _HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 # Set by the WebSocket handshake itself; a second copy would break or confuse it.
@@ -286,7 +288,7 @@ class WebSocketTarget:
         )
 
 
-Target = StdioTarget | TcpTarget | UnixTarget | WebSocketTarget
+Target = StdioTarget | TcpTarget | UnixTarget | WebSocketTarget | HttpTarget
 
 
 def split_websocket_url(url: str) -> WebSocketURL:
@@ -383,9 +385,10 @@ def token_secrets(token: str) -> list[str]:
     return [token, quote(token, safe="")]
 
 
-def parse_target(text: str) -> TcpTarget | UnixTarget | WebSocketTarget:
-    """Parse ``tcp://HOST:PORT`` (``tcp://[::1]:PORT`` for IPv6), ``unix:PATH``, or a
-    ``ws://`` / ``wss://`` URL (a :class:`WebSocketTarget` without token or headers).
+def parse_target(text: str) -> TcpTarget | UnixTarget | WebSocketTarget | HttpTarget:
+    """Parse ``tcp://HOST:PORT`` (``tcp://[::1]:PORT`` for IPv6), ``unix:PATH``, a
+    ``ws://`` / ``wss://`` URL (a :class:`WebSocketTarget` without token or headers) or an
+    ``http://`` / ``https://`` URL (an :class:`HttpTarget` without headers).
 
     ``unix:///abs/path`` gives ``/abs/path``; the path is taken literally (no
     percent-decoding). User info, paths, queries and fragments are refused on tcp.
@@ -406,6 +409,8 @@ def parse_target(text: str) -> TcpTarget | UnixTarget | WebSocketTarget:
         return _parse_unix(text, rest)
     if kind in ("ws", "wss"):
         return WebSocketTarget(text)
+    if kind in ("http", "https"):
+        return HttpTarget(text)
     raise ConfigurationError(f"unsupported target scheme {log_value(scheme, 32)!r}; {_EXPECTED}")
 
 
@@ -491,6 +496,8 @@ def describe(target: Target) -> str:
         url = split_websocket_url(target.url)
         scheme = "wss" if url.secure else "ws"
         return f"{scheme}://{log_value(url.authority, 80)}{log_value(url.path, 120)}"
+    if isinstance(target, HttpTarget):
+        return describe_http(target)
     return f"unix:{log_value(target.path, 120)}"
 
 
@@ -518,6 +525,8 @@ def redactor_for(target: Target, *, extra_secrets: Sequence[str] = ()) -> Redact
             secrets += [basic, basic.partition(" ")[2]]
         # A token provider's value is known only at each dial: the transport adds it.
         return DialRedactor(secrets)
+    if isinstance(target, HttpTarget):
+        return http_redactor(target, list(extra_secrets))
     return Redactor(extra_secrets)
 
 

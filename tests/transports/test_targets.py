@@ -9,6 +9,7 @@ import pytest
 from mcpl_host.protocol.errors import ConfigurationError
 from mcpl_host.protocol.redact import REDACTION_MARK
 from mcpl_host.transports.targets import (
+    HttpTarget,
     StdioTarget,
     TcpTarget,
     UnixTarget,
@@ -104,6 +105,8 @@ def test_stdio_env_is_validated_without_echoing_values() -> None:
         ("unix:/run/mcp/server.sock", UnixTarget("/run/mcp/server.sock")),
         ("unix:relative/server.sock", UnixTarget("relative/server.sock")),
         ("unix:///abs/path.sock", UnixTarget("/abs/path.sock")),
+        ("http://example.com:80/mcp", HttpTarget("http://example.com:80/mcp")),
+        ("https://example.com/mcp?x=1", HttpTarget("https://example.com/mcp?x=1")),
     ],
 )
 def test_parse_target_accepts(text: str, expected: object) -> None:
@@ -116,7 +119,10 @@ def test_parse_target_accepts(text: str, expected: object) -> None:
         ("", "not a server address"),
         ("127.0.0.1:8080", "not a server address"),
         ("just some words", "not a server address"),
-        ("http://example.com:80", "unsupported target scheme 'http'"),
+        ("http://user:pw@example.com/mcp", "user info"),
+        ("http:///mcp", "with a host"),
+        ("https://example.com/mcp#frag", "fragment"),
+        ("http://example.com:99999/", "bad port"),
         ("ftp://example.com:80", "unsupported target scheme 'ftp'"),
         ("tcp:host:80", "tcp://HOST:PORT"),
         ("tcp://host", "needs a port"),

@@ -1,0 +1,109 @@
+"""The target of a Streamable HTTP server: its URL and what to send with every request."""
+
+from __future__ import annotations
+
+import math
+import re
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final
+from urllib.parse import urlsplit
+
+from ..protocol.errors import ConfigurationError
+from ..protocol.redact import Redactor, log_value
+
+__all__ = ["HttpTarget", "describe_http", "http_redactor"]
+
+_HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# Set by the transport on every request: configuring them would break the protocol.
+_OWN_HEADERS: Final = frozenset(
+    {"accept", "content-type", "content-length", "host", "mcp-session-id", "mcp-protocol-version"}
+)
+
+
+def _no_headers() -> Mapping[str, str]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class HttpTarget:
+    """A Streamable HTTP server at ``url`` (``http://`` or ``https://``).
+
+    ``headers`` go with every request (``Authorization: Bearer ...``, say); their values
+    are secrets: never logged, masked wherever they could show. ``timeout`` bounds
+    connecting and each read while waiting for an answer to start (a stream, once
+    open, may stay quiet as long as the server likes); ``ssl_context`` replaces the
+    default TLS verification for ``https://``.
+
+    Raises:
+        ConfigurationError: a URL that is not http/https, has no host, has user info
+            (put credentials in ``headers``) or a fragment; a header with a bad name, one
+            the transport sets itself, or a value holding CR, LF or NUL; a timeout that
+            is not positive.
+    """
+
+    url: str
+    headers: Mapping[str, str] = field(default_factory=_no_headers, hash=False)
+    timeout: float = 30.0
+    ssl_context: ssl.SSLContext | None = field(default=None, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.url, str):
+            raise ConfigurationError("an HTTP target needs a URL")
+        try:
+            parts = urlsplit(self.url)
+            parts.port  # noqa: B018 - validates the port
+        except ValueError:
+            raise ConfigurationError("an HTTP target URL has a bad port") from None
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise ConfigurationError("an HTTP target is an http:// or https:// URL with a host")
+        if parts.username is not None or parts.password is not None:
+            raise ConfigurationError(
+                "an HTTP target URL must not carry user info: put credentials in headers"
+            )
+        if parts.fragment:
+            raise ConfigurationError("an HTTP target URL must not have a fragment")
+        if not self.url.isascii() or any(ord(ch) < 0x21 for ch in self.url):
+            raise ConfigurationError("an HTTP target URL must be printable ASCII")
+        if not isinstance(self.headers, Mapping):
+            raise ConfigurationError("HTTP headers must be a mapping of names to values")
+        copied: dict[str, str] = {}
+        for name, value in self.headers.items():
+            if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+                raise ConfigurationError(f"invalid HTTP header name {log_value(str(name))!r}")
+            if name.lower() in _OWN_HEADERS:
+                raise ConfigurationError(f"HTTP header {name} is set by the transport")
+            if not isinstance(value, str) or any(ch in value for ch in "\r\n\0"):
+                raise ConfigurationError(
+                    f"HTTP header {name} must be a string without CR, LF or NUL"
+                )
+            copied[name] = value
+        object.__setattr__(self, "headers", MappingProxyType(copied))
+        timeout: object = self.timeout
+        if not (
+            isinstance(timeout, (int, float))
+            and not isinstance(timeout, bool)
+            and math.isfinite(timeout)
+            and timeout > 0
+        ):
+            raise ConfigurationError("an HTTP timeout must be a positive number")
+        if self.ssl_context is not None and not isinstance(self.ssl_context, ssl.SSLContext):
+            raise ConfigurationError("an HTTP ssl_context must be an ssl.SSLContext")
+
+    def __repr__(self) -> str:
+        return f"HttpTarget({describe_http(self)!r}, headers={sorted(self.headers)!r})"
+
+
+def describe_http(target: HttpTarget) -> str:
+    """Scheme, host, port and path: the query may hold credentials."""
+    parts = urlsplit(target.url)
+    return f"{parts.scheme.lower()}://{log_value(parts.netloc, 80)}{log_value(parts.path, 120)}"
+
+
+def http_redactor(target: HttpTarget, extra_secrets: tuple[str, ...] | list[str]) -> Redactor:
+    found = Redactor.from_config(headers=target.headers, urls=[target.url])
+    values = [v for v in target.headers.values() if v]
+    bearer = [v.partition(" ")[2] for v in values if " " in v]  # "Bearer TOKEN": TOKEN too
+    return Redactor([*found.secrets, *values, *bearer, *extra_secrets])
