@@ -344,7 +344,7 @@ class HttpTransport:
 
 def _kind(response: httpx.Response) -> str:
     kind: str = response.headers.get("content-type", "")
-    return kind.split(";")[0].strip().lower()
+    return kind.split(";", maxsplit=1)[0].strip().lower()
 
 
 def _retry_seconds(decoder: SseDecoder) -> float:
