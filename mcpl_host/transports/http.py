@@ -82,8 +82,13 @@ class HttpStream(trio.abc.Stream):
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         await trio.lowlevel.checkpoint()
         for line in bytes(data).split(b"\n"):
-            if line.strip():
-                self._transport.post(line)
+            if not line.strip():
+                continue
+            messages = _peek(line)
+            if any(m.method == "notifications/initialized" for m in messages):
+                await self._transport.send_initialized(line, messages)
+            else:
+                self._transport.post(line, messages)
 
     async def wait_send_all_might_not_block(self) -> None:
         await trio.lowlevel.checkpoint()
@@ -121,6 +126,7 @@ class HttpTransport:
         self.protocol_version: str | None = None
         self._initialize_id: Any = None
         self._listening = False
+        self._listen_ready = trio.Event()  # the GET stream answered (or failed)
         self._tasks: trio.Nursery | None = None
         self._closed = False
         self._done = trio.Event()
@@ -173,11 +179,10 @@ class HttpTransport:
             headers["Last-Event-ID"] = last_event_id
         return headers
 
-    def post(self, line: bytes) -> None:
+    def post(self, line: bytes, messages: list[_Peek]) -> None:
         """POST one line in a task of its own (requests never wait for each other)."""
         if self._tasks is None or self._closed:
             raise trio.ClosedResourceError("the HTTP transport is closed")
-        messages = _peek(line)
         for message in messages:
             if message.method == "initialize" and message.id is not None:
                 self._initialize_id = message.id
@@ -198,7 +203,6 @@ class HttpTransport:
                 status = response.status_code
                 kind = _kind(response)
                 if status == 202 or (200 <= status < 300 and not waiting and kind == ""):
-                    await self._after_post(messages)
                     return
                 if 200 <= status < 300 and kind == "text/event-stream":
                     await self._events(response, waiting)
@@ -207,19 +211,23 @@ class HttpTransport:
                 else:
                     body = await self._body(response)
                     await self._refused(status, body, waiting)
-                await self._after_post(messages)
         except httpx.HTTPError as exc:
             self._log.warning(
                 "HTTP request failed", error=type(exc).__name__, detail=self._safe(str(exc))
             )
             self._end("read-failed")
 
-    async def _after_post(self, messages: list[_Peek]) -> None:
-        # The GET stream opens once the session is initialized.
-        if not self._listening and any(m.method == "notifications/initialized" for m in messages):
+    async def send_initialized(self, line: bytes, messages: list[_Peek]) -> None:
+        """``notifications/initialized``, then the GET stream opened (or refused) before
+        the handshake ends: a server may send its first request on it at once."""
+        if self._tasks is None or self._closed:
+            raise trio.ClosedResourceError("the HTTP transport is closed")
+        await self._post(line, messages)
+        if not self._listening:
             self._listening = True
-            assert self._tasks is not None
             self._tasks.start_soon(self._listen)
+            with trio.move_on_after(self.target.timeout):
+                await self._listen_ready.wait()
 
     async def _expired(self, response: httpx.Response) -> bool:
         if response.status_code == 404 and self.session_id is not None:
@@ -323,20 +331,24 @@ class HttpTransport:
     async def _listen(self) -> None:
         """The GET stream: what the server sends outside any answer."""
         decoder = SseDecoder(self._max)
-        while not self._closed:
-            headers = self._headers("text/event-stream", decoder.last_event_id)
-            try:
-                async with self._client.stream("GET", self.target.url, headers=headers) as r:
-                    if await self._expired(r):
-                        return
-                    kind = _kind(r)
-                    if r.status_code != 200 or kind != "text/event-stream":
-                        self._log.debug("no GET stream", status=r.status_code)
-                        return
-                    await self._read_events(r, decoder, set())
-            except httpx.HTTPError as exc:
-                self._log.debug("GET stream failed", error=type(exc).__name__)
-            await trio.sleep(_retry_seconds(decoder))
+        try:
+            while not self._closed:
+                headers = self._headers("text/event-stream", decoder.last_event_id)
+                try:
+                    async with self._client.stream("GET", self.target.url, headers=headers) as r:
+                        self._listen_ready.set()
+                        if await self._expired(r):
+                            return
+                        if r.status_code != 200 or _kind(r) != "text/event-stream":
+                            self._log.debug("no GET stream", status=r.status_code)
+                            return
+                        await self._read_events(r, decoder, set())
+                except httpx.HTTPError as exc:
+                    self._log.debug("GET stream failed", error=type(exc).__name__)
+                    self._listen_ready.set()
+                await trio.sleep(_retry_seconds(decoder))
+        finally:
+            self._listen_ready.set()
 
     def _safe(self, text: str) -> str:
         return self._redactor.log_value(text)

