@@ -53,7 +53,7 @@ class _Peek(msgspec.Struct):
 
     id: Any = None
     method: str | None = None
-    result: msgspec.Raw | None = None
+    result: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
 _peek_one = msgspec.json.Decoder(_Peek)
@@ -280,7 +280,7 @@ class HttpTransport:
         if self._initialize_id is None:
             return
         for message in _peek(payload):
-            if message.id == self._initialize_id and message.result is not None:
+            if message.id == self._initialize_id and message.result is not msgspec.UNSET:
                 with contextlib.suppress(msgspec.DecodeError):
                     result = msgspec.json.decode(message.result)
                     version = result.get("protocolVersion") if isinstance(result, dict) else None

@@ -1,0 +1,208 @@
+"""The Streamable HTTP transport against a scripted HTTP server on loopback: what goes on
+the wire (headers, sessions, DELETE), JSON and SSE answers, the GET stream, a 404
+mid-session, a stream cut after its priming event and resumed, HTTP errors, batches on
+2025-03-26, and credentials kept out of logs."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+import trio
+from structlog.testing import capture_logs
+
+from mcpl_host import (
+    Connection,
+    ConnectionClosed,
+    Disconnected,
+    HttpTarget,
+    Reconnected,
+    RequestError,
+)
+
+from .http_server import ScriptedHttpServer, Sse
+
+CANARY = "canary-http-7f3a9c"
+
+
+def result(message: dict[str, Any], value: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": message["id"], "result": value}
+
+
+async def test_json_answers_sessions_and_headers_on_the_wire() -> None:
+    def answer(message: dict[str, Any], session: str | None) -> Any:
+        if "id" not in message:
+            return None  # a notification: 202
+        return result(message, {"content": [{"type": "text", "text": "hi"}]})
+
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10):
+        async with Connection(HttpTarget(server.url)) as conn:
+            assert conn.protocol_version == "2025-11-25"
+            out = await conn.request("tools/call", {"name": "echo"})  # a pretty-printed body
+            assert out == {"content": [{"type": "text", "text": "hi"}]}
+        init, initialized, call = (
+            server.posted(m)[0] for m in ("initialize", "notifications/initialized", "tools/call")
+        )
+    assert "mcp-session-id" not in init.headers
+    assert "mcp-protocol-version" not in init.headers  # not agreed yet
+    assert init.headers["accept"] == "application/json, text/event-stream"
+    assert init.headers["content-type"] == "application/json"
+    session = initialized.headers["mcp-session-id"]
+    for later in (initialized, call):
+        assert later.headers["mcp-session-id"] == session
+        assert later.headers["mcp-protocol-version"] == "2025-11-25"
+    gets = [s for s in server.seen if s.method == "GET"]
+    assert gets  # the GET stream was opened once initialized
+    assert gets[0].headers["accept"] == "text/event-stream"
+    deletes = [s for s in server.seen if s.method == "DELETE"]
+    assert [d.headers["mcp-session-id"] for d in deletes] == [session]
+
+
+async def test_sse_answers_and_a_server_request_on_the_get_stream() -> None:
+    answered = trio.Event()
+
+    def answer(message: dict[str, Any], session: str | None) -> Any:
+        if message.get("method") == "tools/call":
+            progress = {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {
+                    "progressToken": message["params"]["_meta"]["progressToken"],
+                    "progress": 1,
+                    "total": 2,
+                },
+            }
+            return Sse(events=[("1", progress), ("2", result(message, {"done": True}))])
+        if "id" in message and "method" not in message:
+            answered.set()  # the host's answer to our ping
+        return None
+
+    seen_progress: list[float] = []
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10):
+        async with Connection(HttpTarget(server.url)) as conn:
+            out = await conn.request(
+                "tools/call",
+                {"name": "slow"},
+                on_progress=lambda p, total, message: seen_progress.append(p),
+            )
+            assert out == {"done": True}
+            server.get_streams.put({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"})
+            while not answered.is_set():
+                await trio.sleep(0.01)
+    assert seen_progress == [1]
+    answers = [s.body for s in server.seen if s.method == "POST" and "method" not in s.body]
+    assert answers == [{"jsonrpc": "2.0", "id": "srv-1", "result": {}}]
+
+
+async def test_a_404_mid_session_starts_a_new_session_and_rebinds_by_the_rule() -> None:
+    def answer(message: dict[str, Any], session: str | None) -> Any:
+        if "id" not in message:
+            return None
+        if message["method"] in ("ping", "tools/call"):
+            # Answered late; by then the test has dropped the session: 404.
+            first = sum(1 for s in server.posted(message["method"])) == 1
+            if first:
+                return Sse(events=[(None, result(message, {}))], delay=0.3)
+        return result(message, {"again": True})
+
+    events: list[object] = []
+    with ScriptedHttpServer(answer) as server, trio.fail_after(15):
+        async with Connection(HttpTarget(server.url), on_event=events.append) as conn:
+            outcomes: dict[str, Any] = {}
+
+            async def call(method: str, params: Any) -> None:
+                try:
+                    outcomes[method] = await conn.request(method, params)
+                except ConnectionClosed as exc:
+                    outcomes[method] = exc
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call, "ping", None)  # safe to repeat
+                nursery.start_soon(call, "tools/call", {"name": "write"})  # not safe
+                await trio.sleep(0.1)
+                server.drop_sessions()
+    assert server.initializes == 2  # a fresh initialize, on a new session
+    assert outcomes["ping"] == {"again": True}  # re-sent on the new session
+    closed = outcomes["tools/call"]
+    assert isinstance(closed, ConnectionClosed)
+    assert closed.outcome_unknown
+    assert any(isinstance(e, Disconnected) and e.reason == "session-expired" for e in events)
+    assert any(isinstance(e, Reconnected) for e in events)
+
+
+async def test_a_stream_cut_after_its_priming_event_is_resumed_after_retry() -> None:
+    def answer(message: dict[str, Any], session: str | None) -> Any:
+        if message.get("method") == "tools/call":
+            server.resume["ev-1"] = [("ev-2", result(message, {"resumed": True}))]
+            return Sse(events=[("ev-1", None)], retry=300)  # priming event, then cut
+        return None if "id" not in message else result(message, {})
+
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10):
+        async with Connection(HttpTarget(server.url)) as conn:
+            began = time.monotonic()
+            assert await conn.request("tools/call", {"name": "long"}) == {"resumed": True}
+            waited = time.monotonic() - began
+    resumes = [s for s in server.seen if s.method == "GET" and "last-event-id" in s.headers]
+    assert [r.headers["last-event-id"] for r in resumes] == ["ev-1"]
+    assert waited >= 0.3  # the server's retry was honoured
+
+
+async def test_http_errors_settle_the_request() -> None:
+    def answer(message: dict[str, Any], session: str | None) -> Any:
+        if message.get("method") == "tools/call":
+            return 500
+        if message.get("method") == "bad/params":
+            error = {"code": -32602, "message": "no such thing"}
+            return {"jsonrpc": "2.0", "id": message["id"], "error": error}
+        return None if "id" not in message else result(message, {})
+
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10):
+        async with Connection(HttpTarget(server.url)) as conn:
+            with pytest.raises(RequestError) as failed:
+                await conn.request("tools/call", {"name": "x"})
+            assert failed.value.code == -32603
+            assert "HTTP 500" in failed.value.message
+            with pytest.raises(RequestError) as refused:
+                await conn.request("bad/params")
+            assert refused.value.code == -32602
+            assert await conn.request("ping") == {}  # the session goes on
+
+
+async def test_batches_on_2025_03_26_are_received_and_answered_as_one() -> None:
+    def answer(message: Any, session: str | None) -> Any:
+        return None  # notifications and the host's answers: 202
+
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10):
+        server.version = "2025-03-26"
+        async with Connection(HttpTarget(server.url)) as conn:
+            assert conn.protocol_version == "2025-03-26"
+            server.get_streams.put(
+                [
+                    {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                    {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                ]
+            )
+            while not any(isinstance(s.body, list) for s in server.seen if s.method == "POST"):
+                await trio.sleep(0.01)
+        batch = next(s for s in server.seen if s.method == "POST" and isinstance(s.body, list))
+    assert sorted(a["id"] for a in batch.body) == [1, 2]
+    # 2025-03-26 has no MCP-Protocol-Version header (it came with 2025-06-18)
+    assert "mcp-protocol-version" not in batch.headers
+
+
+async def test_header_values_never_reach_the_logs() -> None:
+    def answer(message: dict[str, Any], session: str | None) -> Any:
+        return None if "id" not in message else 500
+
+    target = HttpTarget("http://127.0.0.1:1/mcp", headers={"Authorization": f"Bearer {CANARY}"})
+    assert CANARY not in repr(target)
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10), capture_logs() as logs:
+        target = HttpTarget(server.url, headers={"Authorization": f"Bearer {CANARY}"})
+        async with Connection(target) as conn:
+            with pytest.raises(RequestError) as failed:
+                await conn.request("tools/call", {"text": f"my key is {CANARY}"})
+            assert CANARY not in str(failed.value)
+        assert server.posted("initialize")[0].headers["authorization"] == f"Bearer {CANARY}"
+    assert logs
+    assert CANARY not in repr(logs)
