@@ -1,8 +1,9 @@
 """A real MCP server written with the official Python SDK (`mcp==2.3.0`), for interop tests.
 
-Run it over stdio::
+Run it over stdio, or over Streamable HTTP on 127.0.0.1:PORT at /mcp::
 
     python tests/interop/sdk_server.py
+    python tests/interop/sdk_server.py --http PORT
 
 It uses the SDK's high-level API, which in mcp 2.x is `mcp.server.mcpserver.MCPServer`
 (the successor of v1's `FastMCP`; `mcp.server.fastmcp` no longer exists). Everything it
@@ -17,6 +18,8 @@ that `MCPServer` wraps (`_lowlevel_server`, private in 2.3.0): advertising
 
 from __future__ import annotations
 
+import functools
+import sys
 import warnings
 from typing import Any, TypedDict
 
@@ -367,4 +370,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    if sys.argv[1:2] == ["--http"]:
+        anyio.run(functools.partial(server.run_streamable_http_async, port=int(sys.argv[2])))
+    else:
+        anyio.run(main)

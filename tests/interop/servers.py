@@ -1,9 +1,16 @@
-"""The real servers the interop tests talk to, as stdio targets."""
+"""The real servers the interop tests talk to: stdio targets, and the same servers over
+Streamable HTTP on loopback."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import socket
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from mcpl_host import StdioTarget
@@ -29,3 +36,49 @@ def sdk_server() -> StdioTarget:
 def sdk_lowlevel_server() -> StdioTarget:
     """The official Python SDK's low-level server, sending results that break their schemas."""
     return StdioTarget.of([sys.executable, str(HERE / "sdk_lowlevel_server.py")])
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def over_http(argv: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run a server that listens on ``port``; yield its /mcp URL once it accepts, and
+    stop it afterwards."""
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+                break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{argv[:2]} did not listen on {port}")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def everything_http() -> contextlib.AbstractContextManager[str]:
+    """server-everything in its streamableHttp mode on a free loopback port."""
+    node = shutil.which("node")
+    assert node is not None, "node is needed for the interop tests"
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "NODE_EXTRA_CA_CERTS"}
+    env["PORT"] = str(port)
+    return over_http([node, str(EVERYTHING), "streamableHttp"], port, env)
+
+
+def sdk_server_http() -> contextlib.AbstractContextManager[str]:
+    """The official Python SDK server over its Streamable HTTP app on a free port."""
+    port = _free_port()
+    return over_http([sys.executable, str(HERE / "sdk_server.py"), "--http", str(port)], port)
