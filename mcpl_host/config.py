@@ -11,11 +11,10 @@ The ``mcpServers`` object desktop MCP clients use::
 A stdio server has ``command`` (and optionally ``args``, ``env``, ``cwd``); a socket
 server has ``url`` (``tcp://HOST:PORT`` or ``unix:PATH``); a WebSocket server has a
 ``ws://`` or ``wss://`` ``url`` and optionally ``headers`` (names to values) and
-``token`` (sent as the ``token`` query parameter). Every error names the file and the
-key, never a header value or a token. Other keys clients add (``type``, ``timeout``,
-``autoApprove``...) are ignored. A well-formed server whose URL scheme the host does not
-speak yet (``http(s)://``) is kept with its ``problem`` set, so that one such entry does
-not make the rest of the file unusable.
+``token`` (sent as the ``token`` query parameter); a Streamable HTTP server has an
+``http://`` or ``https://`` ``url`` and optionally ``headers``. Every error names the
+file and the key, never a header value or a token. Other keys clients add (``type``,
+``timeout``, ``autoApprove``...) are ignored.
 """
 
 from __future__ import annotations
@@ -24,17 +23,17 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import msgspec
 
 from .protocol.errors import ConfigurationError
 from .protocol.redact import Redactor
-from .transports.targets import StdioTarget, Target, WebSocketTarget, parse_target
+from .transports.targets import HttpTarget, StdioTarget, Target, WebSocketTarget, parse_target
 
 __all__ = ["ServerConfig", "load_config", "parse_config"]
 
-_LATER_SCHEMES = ("http", "https")
+_HTTP_SCHEMES = ("http", "https")
 _WEBSOCKET_SCHEMES = ("ws", "wss")
 
 
@@ -97,14 +96,8 @@ def _server(name: str, entry: Any, source: str) -> ServerConfig:
         if not isinstance(url, str):
             raise ConfigurationError(f"{where}.url must be a string")
         scheme, sep, _ = url.partition("://")
-        if sep and scheme.lower() in _LATER_SCHEMES:
-            return ServerConfig(
-                name,
-                None,
-                at,
-                problem=f"{scheme.lower()}:// servers are not supported yet",
-                disabled=disabled,
-            )
+        if sep and scheme.lower() in _HTTP_SCHEMES:
+            return ServerConfig(name, _http(entry, url, where), at, disabled=disabled)
         if sep and scheme.lower() in _WEBSOCKET_SCHEMES:
             return ServerConfig(name, _websocket(entry, url, where), at, disabled=disabled)
         try:
@@ -133,19 +126,36 @@ def _server(name: str, entry: Any, source: str) -> ServerConfig:
     return ServerConfig(name, target, at, disabled=disabled)
 
 
-def _websocket(entry: dict[str, Any], url: str, where: str) -> WebSocketTarget:
+def _headers(entry: dict[str, Any], where: str) -> Mapping[str, str]:
     headers = entry.get("headers", {})
     if not isinstance(headers, Mapping) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
     ):
         # Name the key only: header values are credentials.
         raise ConfigurationError(f"{where}.headers must map names to string values")
+    return headers
+
+
+def _refused(exc: ConfigurationError, where: str, url: str, secrets: list[str]) -> NoReturn:
+    redactor = Redactor.from_config(headers={}, urls=[url])
+    masked = Redactor([*redactor.secrets, *secrets]).log_value(exc.message)
+    raise ConfigurationError(f"{where}: {masked}") from None
+
+
+def _websocket(entry: dict[str, Any], url: str, where: str) -> WebSocketTarget:
+    headers = _headers(entry, where)
     token = entry.get("token")
     if token is not None and (not isinstance(token, str) or not token):
         raise ConfigurationError(f"{where}.token must be a non-empty string")
     try:
         return WebSocketTarget(url, token=token, headers=headers)
     except ConfigurationError as exc:
-        redactor = Redactor.from_config(headers=headers, urls=[url])
-        secrets = [*redactor.secrets, *headers.values(), *([token] if token else [])]
-        raise ConfigurationError(f"{where}: {Redactor(secrets).log_value(exc.message)}") from None
+        _refused(exc, where, url, [*headers.values(), *([token] if token else [])])
+
+
+def _http(entry: dict[str, Any], url: str, where: str) -> HttpTarget:
+    headers = _headers(entry, where)
+    try:
+        return HttpTarget(url, headers=headers)
+    except ConfigurationError as exc:
+        _refused(exc, where, url, list(headers.values()))

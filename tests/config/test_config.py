@@ -8,6 +8,7 @@ import pytest
 
 from mcpl_host import ConfigurationError, StdioTarget, TcpTarget, UnixTarget
 from mcpl_host.config import load_config, parse_config
+from mcpl_host.transports.targets import HttpTarget
 
 CANARY = "canary-c0nf1g-secret"
 
@@ -39,13 +40,31 @@ def test_reads_stdio_and_socket_servers_in_file_order(tmp_path: Path) -> None:
     assert servers["net"].disabled
 
 
-def test_a_scheme_not_supported_yet_spoils_only_its_own_entry() -> None:
+def test_an_http_server_with_headers() -> None:
     servers = parse_config(
-        {"mcpServers": {"web": {"url": "https://example.test/mcp"}, "ok": {"command": "x"}}}
+        {
+            "mcpServers": {
+                "web": {
+                    "url": "https://example.test/mcp",
+                    "headers": {"Authorization": "Bearer s3cret-token"},
+                },
+                "ok": {"command": "x"},
+            }
+        }
     )
-    assert servers["web"].target is None
-    assert servers["web"].problem == "https:// servers are not supported yet"
-    assert servers["ok"].problem is None
+    target = servers["web"].target
+    assert isinstance(target, HttpTarget)
+    assert target.url == "https://example.test/mcp"
+    assert dict(target.headers) == {"Authorization": "Bearer s3cret-token"}
+    assert servers["web"].problem is None
+
+
+def test_a_bad_http_entry_names_the_key_and_never_the_header_value() -> None:
+    bad = {"url": "https://example.test/mcp", "headers": {"Mcp-Session-Id": "s3cret-token"}}
+    with pytest.raises(ConfigurationError) as error:
+        parse_config({"mcpServers": {"web": bad}})
+    assert "mcpServers.web" in str(error.value)
+    assert "s3cret-token" not in str(error.value)
 
 
 @pytest.mark.parametrize(

@@ -27,6 +27,7 @@ from mcpl_host.protocol.redact import REDACTION_MARK, Redactor
 from mcpl_host.transports import open_transport, websocket
 from mcpl_host.transports.targets import (
     DialRedactor,
+    HttpTarget,
     WebSocketTarget,
     describe,
     parse_target,
@@ -679,8 +680,7 @@ def test_a_config_entry_with_a_websocket_url() -> None:
     )
     assert servers["ws"].problem is None
     assert servers["plain"].target == WebSocketTarget("ws://127.0.0.1:9000")
-    assert servers["web"].target is None
-    assert servers["web"].problem == "https:// servers are not supported yet"
+    assert servers["web"].target == HttpTarget("https://example.com/mcp")  # docs/http.md
 
 
 @pytest.mark.parametrize(
