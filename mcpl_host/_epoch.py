@@ -8,7 +8,7 @@ its epoch, so an answer can only ever reach the transport its request came on.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 import trio
 
@@ -55,8 +55,7 @@ class Epoch:
         # Lines wait here for the epoch's one writer task (write_loop), which sends all
         # that queued up since its last write in one send_all: concurrent callers share a
         # system call, and no caller is ever cancelled halfway through a line.
-        # (bytes, the request they carry, whether they must go out even if it settled)
-        self._outbox: list[tuple[bytes | memoryview, Pending | None, bool]] = []
+        self._outbox: list[_Entry] = []
         self._writing = False  # the writer is in send_all
         # The reader just handed out several answers, whose callers all run in the next
         # scheduler round: their requests are written in groups of half the requests
@@ -111,14 +110,13 @@ class Epoch:
     def _write_now(self, send_nowait: Callable[[bytes | memoryview], int]) -> None:
         """Write the queue as far as the stream takes it without waiting; the rest stays
         queued for the writer."""
-        batch = [e for e in self._outbox if e[2] or e[1] is None or not e[1].settled]
-        data = batch[0][0] if len(batch) == 1 else b"".join(line for line, _, _ in batch)
+        batch = _due(self._outbox)
         try:
-            sent = send_nowait(data)
+            sent = send_nowait(_joined(batch))
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             sent = 0  # the writer meets the same error and ends the epoch
-        written: list[tuple[bytes | memoryview, Pending | None, bool]] = []
-        rest: list[tuple[bytes | memoryview, Pending | None, bool]] = []
+        written: list[_Entry] = []
+        rest: list[_Entry] = []
         for line, pending, must in batch:
             if sent >= len(line):
                 sent -= len(line)
@@ -187,17 +185,13 @@ class Epoch:
                 self._flush.done.set()
             self._outbox.clear()
 
-    async def _write_batch(
-        self, batch: list[tuple[bytes | memoryview, Pending | None, bool]]
-    ) -> bool:
-        # A request settled before its turn is dropped, unless part of it is out.
-        sent = [e for e in batch if e[2] or e[1] is None or not e[1].settled]
+    async def _write_batch(self, batch: list[_Entry]) -> bool:
+        sent = _due(batch)
         if not sent:
             return True
-        data = sent[0][0] if len(sent) == 1 else b"".join(line for line, _, _ in sent)
         self._writing = True
         try:
-            await self.transport.stream.send_all(data)
+            await self.transport.stream.send_all(_joined(sent))
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             # Every line but the last may be whole on the wire (send_all fails only with
             # bytes left to send): they count as written, so that only those safe to
@@ -211,13 +205,13 @@ class Epoch:
         self._trace(sent)
         return True
 
-    def _trace(self, sent: list[tuple[bytes | memoryview, Pending | None, bool]]) -> None:
+    def _trace(self, sent: list[_Entry]) -> None:
         if self.on_wire is not None:
             for line, pending, must in sent:
                 if not (must and pending):  # the rest of a line traced already
                     self.on_wire("out", bytes(line).rstrip(b"\n"))
 
-    def _mark_written(self, sent: list[tuple[bytes | memoryview, Pending | None, bool]]) -> None:
+    def _mark_written(self, sent: list[_Entry]) -> None:
         for _, pending, _ in sent:
             if pending is not None and pending.epoch is self:
                 pending.written = True
@@ -265,6 +259,20 @@ class Epoch:
             key = object()
         self.inbound[key] = scope
         return key
+
+
+# An outbox entry: the bytes, the request they carry (None for write()'s lines), and
+# whether they must go out even if that request settled (part of it is out already).
+_Entry: TypeAlias = tuple[bytes | memoryview, Pending | None, bool]
+
+
+def _due(entries: list[_Entry]) -> list[_Entry]:
+    """What still goes out: a request settled before its turn is dropped."""
+    return [e for e in entries if e[2] or e[1] is None or not e[1].settled]
+
+
+def _joined(entries: list[_Entry]) -> bytes | memoryview:
+    return entries[0][0] if len(entries) == 1 else b"".join(line for line, _, _ in entries)
 
 
 class _Flush:
