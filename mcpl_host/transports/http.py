@@ -8,8 +8,8 @@ resumed with ``Last-Event-ID`` after the server's ``retry`` when it is cut befor
 request of the POST was answered), or 202 (a notification or a response: nothing
 comes back). Once the session is initialized a GET stream carries what the server sends
 on its own (405: the server has none). The server's ``Mcp-Session-Id`` goes back on
-every request, ``MCP-Protocol-Version`` too from 2025-06-18 on (the revision the
-initialize answer agreed), and closing sends DELETE (405 is an answer too).
+every request, ``MCP-Protocol-Version`` too where the agreed revision's profile says so
+(2025-06-18 on), and closing sends DELETE (405 is an answer too).
 
 A 404 on a live session ends the transport with the reason ``session-expired``: the
 connection starts a new session with a fresh initialize and rebinds what was pending by
@@ -31,6 +31,7 @@ import trio
 
 from .._log import get_logger
 from ..protocol.errors import TransportError
+from ..protocol.profiles import PROFILES
 from ..protocol.redact import Redactor
 from ..protocol.sse import SseDecoder
 from .http_target import HttpTarget, describe_http
@@ -40,8 +41,6 @@ __all__ = ["HttpStream", "HttpTransport", "open_http"]
 _log = get_logger("mcpl_host.transports")
 
 _ACCEPT_POST: Final = "application/json, text/event-stream"
-# The revisions that send MCP-Protocol-Version on every request after initialize.
-_VERSION_HEADER_FROM: Final = "2025-06-18"
 _DEFAULT_RETRY: Final = 1.0  # seconds before resuming a stream the server gave no retry for
 _MAX_RESUMES: Final = 10  # resumptions of one POST's stream before its requests fail
 _DELETE_BOUND: Final = 2.0
@@ -173,7 +172,8 @@ class HttpTransport:
         if self.session_id is not None:
             headers["Mcp-Session-Id"] = self.session_id
         version = self.protocol_version
-        if version is not None and version >= _VERSION_HEADER_FROM:
+        profile = PROFILES.get(version) if version is not None else None
+        if version is not None and profile is not None and profile.version_header:
             headers["MCP-Protocol-Version"] = version
         if last_event_id is not None:
             headers["Last-Event-ID"] = last_event_id
