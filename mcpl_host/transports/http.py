@@ -196,7 +196,7 @@ class HttpTransport:
             async with self._client.stream(
                 "POST", self.target.url, content=line, headers=headers
             ) as response:
-                if await self._expired(response):
+                if self._expired(response):
                     return
                 if self.session_id is None and "mcp-session-id" in response.headers:
                     self.session_id = response.headers["mcp-session-id"]
@@ -211,7 +211,7 @@ class HttpTransport:
                 else:
                     body = await self._body(response)
                     await self._refused(status, body, waiting)
-        except httpx.HTTPError as exc:
+        except Exception as exc:  # httpx's errors, or a bug: never out of the transport
             self._log.warning(
                 "HTTP request failed", error=type(exc).__name__, detail=self._safe(str(exc))
             )
@@ -229,7 +229,7 @@ class HttpTransport:
             with trio.move_on_after(self.target.timeout):
                 await self._listen_ready.wait()
 
-    async def _expired(self, response: httpx.Response) -> bool:
+    def _expired(self, response: httpx.Response) -> bool:
         if response.status_code == 404 and self.session_id is not None:
             self._log.info("session expired (404): a new session starts")
             self._end("session-expired")
@@ -247,7 +247,8 @@ class HttpTransport:
 
     async def _json(self, body: bytes, waiting: set[Any]) -> None:
         for message in _peek(body):
-            waiting.discard(message.id)
+            if message.method is None:  # an answer (a server request may reuse an id)
+                waiting.discard(message.id)
         await self._deliver(body)
         await self._unanswered(waiting, "the server's JSON answer left it out")
 
@@ -303,7 +304,7 @@ class HttpTransport:
             await trio.sleep(_retry_seconds(decoder))
             headers = self._headers("text/event-stream", decoder.last_event_id)
             async with self._client.stream("GET", self.target.url, headers=headers) as resumed:
-                if await self._expired(resumed):
+                if self._expired(resumed):
                     return
                 kind = _kind(resumed)
                 if resumed.status_code != 200 or kind != "text/event-stream":
@@ -337,13 +338,13 @@ class HttpTransport:
                 try:
                     async with self._client.stream("GET", self.target.url, headers=headers) as r:
                         self._listen_ready.set()
-                        if await self._expired(r):
+                        if self._expired(r):
                             return
                         if r.status_code != 200 or _kind(r) != "text/event-stream":
                             self._log.debug("no GET stream", status=r.status_code)
                             return
                         await self._read_events(r, decoder, set())
-                except httpx.HTTPError as exc:
+                except Exception as exc:  # httpx's errors, or a bug: try again later
                     self._log.debug("GET stream failed", error=type(exc).__name__)
                     self._listen_ready.set()
                 await trio.sleep(_retry_seconds(decoder))
