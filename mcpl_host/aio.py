@@ -65,6 +65,8 @@ class _GuestRun:
             self.portal.serve,
             self._ready,
             run_sync_soon_threadsafe=loop.call_soon_threadsafe,
+            # From the loop's own thread, no wake-up write to asyncio's self-pipe.
+            run_sync_soon_not_threadsafe=loop.call_soon,
             done_callback=self._finished,
             # asyncio owns the wakeup fd (its signal handling); trio must not take it.
             host_uses_signal_set_wakeup_fd=True,
