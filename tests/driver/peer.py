@@ -14,6 +14,10 @@ from mcpl_host.transports.memory import memory_transport_pair
 
 Json = Any
 
+# Long enough for any host step a driver test waits for (its backoffs and timeouts are
+# shorter), short enough that a missing line fails the test quickly.
+RECV_TIMEOUT = 120.0
+
 
 class Peer:
     """Reads the host's lines as JSON, writes whatever a test says (raw bytes included)."""
@@ -24,18 +28,22 @@ class Peer:
         self._lines: list[bytes] = []
         self.received: list[bytes] = []  # every line the host wrote, in order
 
-    async def recv_line(self) -> bytes:
-        while not self._lines:
-            chunk = await self.stream.receive_some(65536)
-            if not chunk:
-                raise EOFError("the host closed the stream")
-            self._lines += [x for x in self._framer.feed(chunk) if isinstance(x, bytes)]
+    async def recv_line(self, timeout: float = RECV_TIMEOUT) -> bytes:
+        """The host's next line; fails (TooSlowError) if none comes within ``timeout``
+        seconds of the test's clock, so a host that never writes fails the test at once
+        under an autojump clock instead of spinning or hanging."""
+        with trio.fail_after(timeout):
+            while not self._lines:
+                chunk = await self.stream.receive_some(65536)
+                if not chunk:
+                    raise EOFError("the host closed the stream")
+                self._lines += [x for x in self._framer.feed(chunk) if isinstance(x, bytes)]
         line = self._lines.pop(0)
         self.received.append(line)
         return line
 
-    async def recv(self) -> Json:
-        return msgspec.json.decode(await self.recv_line())
+    async def recv(self, timeout: float = RECV_TIMEOUT) -> Json:
+        return msgspec.json.decode(await self.recv_line(timeout))
 
     async def send(self, message: Json | bytes) -> None:
         data = message if isinstance(message, bytes) else msgspec.json.encode(message)
