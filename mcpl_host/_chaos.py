@@ -5,6 +5,12 @@ requests on a reconnecting connection to the demo server, kills the server with 
 while they wait, and lets the supervisor bring a new one up. Every request must end
 answered or with a typed error within its timeout; afterwards no child of ours may be
 a zombie and the process must hold no more file descriptors than before.
+
+The server says when to kill it, so the kill lands on requests in flight however busy
+the machine is: one request of each cycle is a long ``countdown`` (the demo server works
+on one request at a time), and its first progress notification is the signal. That
+request is never repeated (``rebind=False``), so each kill ends it with a typed error,
+and every request written after it is still waiting behind it when the kill lands.
 """
 
 from __future__ import annotations
@@ -71,7 +77,6 @@ async def run_chaos(
     *,
     in_flight: int = 20,
     request_timeout: float = 5.0,
-    kill_after: float = 0.05,
 ) -> ChaosReport:
     """Run ``cycles`` kill -9 cycles; return what happened to every request."""
     report = ChaosReport()
@@ -83,13 +88,25 @@ async def run_chaos(
     ) as conn:
         await conn.request("tools/list")  # learn which tools are safe to repeat
 
-        async def one(n: int) -> None:
+        async def send(n: int, busy: trio.Event) -> None:
+            if n == 0:  # the one the server is busy with when the kill lands
+                arguments = {"steps": 100, "delay": request_timeout / 100}
+                await conn.request(
+                    "tools/call",
+                    {"name": "countdown", "arguments": arguments},
+                    rebind=False,
+                    on_progress=lambda *_: busy.set(),
+                )
+            else:
+                # Half may be repeated on the new server, half must fail as outcome unknown.
+                params = {"name": "sleep", "arguments": {"seconds": 0.002}}
+                await conn.request("tools/call", params, rebind=None if n % 2 else False)
+
+        async def one(n: int, busy: trio.Event) -> None:
             report.requests += 1
-            # Half may be repeated on the new server, half must fail as outcome unknown.
-            params = {"name": "sleep", "arguments": {"seconds": 0.002}}
             with trio.move_on_after(request_timeout + 1) as guard:
                 try:
-                    await conn.request("tools/call", params, rebind=None if n % 2 else False)
+                    await send(n, busy)
                 except McplHostError as exc:
                     report.failed_typed += 1
                     name = type(exc).__name__
@@ -107,10 +124,12 @@ async def run_chaos(
                 await trio.sleep(0.005)
                 transport = conn.transport
             pid = getattr(transport, "pid", None)
+            busy = trio.Event()
             async with trio.open_nursery() as nursery:
                 for n in range(in_flight):
-                    nursery.start_soon(one, n)
-                await trio.sleep(kill_after)
+                    nursery.start_soon(one, n, busy)
+                with trio.move_on_after(request_timeout):  # the server died on its own
+                    await busy.wait()
                 if pid is not None:
                     with contextlib.suppress(ProcessLookupError):  # it died on its own
                         os.kill(pid, signal.SIGKILL)

@@ -75,6 +75,7 @@ class Epoch:
         self.handshake: Handshake | None = None
         self.handshake_step: Established | Failed | None = None
         self.handshake_done = trio.Event()
+        self.connected = False  # the handshake finished: Connected or Reconnected was due
         self.open = True
         self.end_reason: str | None = None
         self.ended = trio.Event()

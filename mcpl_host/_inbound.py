@@ -42,7 +42,7 @@ from .protocol.errors import (
     RequestError,
 )
 from .protocol.framing import LineDecoder, OversizedLine
-from .protocol.handshake import Send, Skip, describe_error_member
+from .protocol.handshake import Established, Send, Skip, describe_error_member
 from .protocol.messages import encode
 from .protocol.redact import Redactor
 from .responder import Handler, Responder, ServerRequest
@@ -160,6 +160,11 @@ class Inbound:
             )
         else:
             epoch.log.debug("message", direction="in", method="initialize", outcome=step.outcome)
+            if isinstance(step, Established):
+                # Bound here, in the reader, before it reads on: a message in the same read
+                # as the answer (or just after) is handled by the negotiated revision even
+                # before the connecting task has written notifications/initialized.
+                epoch.profile = step.profile
             epoch.handshake_step = step
             epoch.handshake_done.set()
 

@@ -386,7 +386,7 @@ class Connection(OwnsNursery, ClientCalls):
             await self._end_epoch(epoch, epoch.end_reason or "initialize-failed")
             step.error.server = self.name
             raise step.error
-        epoch.profile = step.profile
+        epoch.connected = True
         self.initialize_result = step.result
         if self._mcpl is not None:
             self._mcpl.start(epoch, step.result.capabilities)
@@ -729,7 +729,7 @@ class Connection(OwnsNursery, ClientCalls):
         if not epoch.ended.is_set():
             epoch.ended.set()
             epoch.log.info("disconnected", reason=epoch.end_reason)
-            if epoch.profile is not None:  # only a transport that was ever connected
+            if epoch.connected:
                 self._emit(Disconnected(epoch.epoch_number, epoch.end_reason or reason))
 
     # -- small helpers -----------------------------------------------------------------

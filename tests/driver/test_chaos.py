@@ -15,7 +15,9 @@ async def test_kill_9_cycles_lose_nothing_and_leave_nothing() -> None:
     assert report.hung == 0
     assert report.lost == 0
     assert report.answered + report.failed_typed == 120
-    assert report.failed_typed > 0  # the kills did land on requests in flight
+    # Every kill landed on requests in flight: at least the one the server was busy with
+    # failed as outcome unknown in each cycle.
+    assert report.errors.get("ConnectionClosed", 0) >= 6
     assert set(report.errors) <= {"ConnectionClosed", "RequestTimeout"}
     assert report.zombies == 0
     assert report.fd_growth <= 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 import trio
 from structlog.testing import capture_logs
@@ -161,3 +162,39 @@ async def test_initialize_error_with_server_data() -> None:
                     pass
     assert info.value.code == -32602
     assert info.value.data == {"supported": ["2024-11-05"]}
+
+
+@pytest.mark.parametrize(
+    ("version", "after", "answer"),
+    [
+        # A ping in the same write as the answer (the seam: the connecting task has not yet
+        # written notifications/initialized when the reader gets to it).
+        ("2025-11-25", b'{"jsonrpc":"2.0","id":null,"method":"ping"}', b'"result":{}'),
+        ("2025-11-25", b'{"jsonrpc":"2.0","id":"p","method":"ping"}', b'"result":{}'),
+        # A batch is judged by the negotiated revision: answered on 2025-03-26 ...
+        ("2025-03-26", b'[{"jsonrpc":"2.0","id":7,"method":"ping"}]', b'[{"jsonrpc"'),
+        # ... refused as a whole on 2025-11-25.
+        ("2025-11-25", b'[{"jsonrpc":"2.0","id":7,"method":"ping"}]', b'"code":-32600'),
+    ],
+)
+async def test_a_message_in_the_same_write_as_the_answer_meets_the_negotiated_revision(
+    version: str, after: bytes, answer: bytes
+) -> None:
+    conn, peer = memory_connection()
+
+    async def server() -> None:
+        init = await peer.expect("initialize")
+        result = {"protocolVersion": version, "capabilities": {}}
+        line = b'{"jsonrpc":"2.0","id":%d,"result":%s}' % (init["id"], msgspec.json.encode(result))
+        await peer.send(line + b"\n" + after + b"\n")
+        lines = {await peer.recv_line(5), await peer.recv_line(5)}
+        assert b'{"jsonrpc":"2.0","method":"notifications/initialized"}' in lines
+        (reply,) = lines - {b'{"jsonrpc":"2.0","method":"notifications/initialized"}'}
+        assert answer in reply
+
+    with capture_logs() as logs, trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server)
+            async with conn:
+                pass
+    assert not [e for e in logs if e["log_level"] in ("error", "critical")]
