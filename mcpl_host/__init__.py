@@ -23,7 +23,9 @@ from .client import (
     TextContent,
     Tool,
 )
-from .connection import Connection, TransportFactory
+from .client.connection import Connection, TransportFactory
+from .driver.reconnect import Reconnect
+from .driver.responder import Handler, Responder, ServerRequest
 from .events import (
     Closed,
     Connected,
@@ -66,8 +68,6 @@ from .protocol.errors import (
 from .protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from .protocol.profiles import KNOWN_REVISIONS, PROFILES, Profile
 from .protocol.redact import Redactor
-from .reconnect import Reconnect
-from .responder import Handler, Responder, ServerRequest
 from .transports.targets import (
     HttpTarget,
     StdioTarget,

@@ -39,9 +39,9 @@ from typing import Any, Generic, TypeVar, cast
 import outcome
 import trio
 
-from . import connection as _connection
-from ._lifetime import OwnsNursery
 from ._portal import Facade, Portal, adapt_hooks, with_context
+from .client import connection as _connection
+from .driver.lifetime import OwnsNursery
 from .manager import _manager
 from .mcpl.host import McplContext
 

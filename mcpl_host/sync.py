@@ -38,8 +38,8 @@ from typing import Any, TypeVar
 import outcome
 import trio
 
-from . import connection as _connection
 from ._portal import Call, Facade, Portal, adapt_hooks, with_context
+from .client import connection as _connection
 from .manager import _manager
 from .mcpl.host import McplContext
 

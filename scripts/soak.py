@@ -17,7 +17,7 @@ import sys
 import structlog
 import trio
 
-from mcpl_host._chaos import run_chaos
+from mcpl_host.testing.chaos import run_chaos
 
 
 def main() -> int:

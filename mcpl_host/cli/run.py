@@ -18,9 +18,9 @@ from typing import Any, Final, TextIO
 import trio
 
 from .. import __version__
-from ..connection import Connection
+from ..client.connection import Connection
+from ..client.pagination import collect
 from ..events import Event, StderrLine
-from ..pagination import collect
 from ..protocol.errors import METHOD_NOT_FOUND, McplHostError, RequestError
 from ..protocol.redact import Redactor
 from ..transports.targets import StdioTarget

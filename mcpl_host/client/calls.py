@@ -15,13 +15,13 @@ from typing import Any, Final, TypeVar
 from msgspec import UNSET, Raw
 
 from .._log import get_logger
-from .._pending import ProgressCallback
-from ..pagination import DEFAULT_MAX_PAGES, collect_raw
+from ..driver.pending import ProgressCallback
 from ..protocol.errors import McplHostError, OutputSchemaError
 from ..protocol.redact import Redactor
 from ..protocol.schema import UnsupportedSchema
 from .cache import ListCache, ListKind
 from .decode import decode_result
+from .pagination import DEFAULT_MAX_PAGES, collect_raw
 from .types import (
     CallToolResult,
     Completion,

@@ -15,7 +15,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 from msgspec import Raw
 
-from .._pending import result_decoder
+from ..driver.pending import result_decoder
 from ..protocol.errors import ProtocolError
 from ..protocol.redact import log_value
 from .types import (

@@ -15,9 +15,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from ..driver.responder import Handler, ServerRequest
 from ..protocol.envelope import RequestId
 from ..protocol.errors import INVALID_PARAMS, RequestError
-from ..responder import Handler, ServerRequest
 from .types import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, Root
 
 __all__ = [

@@ -10,23 +10,22 @@ from typing import Any, Final
 import trio
 from msgspec import UNSET
 
-from .._lifetime import OwnsNursery
+from ..client.connection import Connection, TransportFactory
 from ..client.hooks import ElicitationHook, SamplingHook, as_roots
 from ..client.types import Root
 from ..config import load_config
-from ..connection import (
+from ..driver.core import (
     DEFAULT_INITIALIZE_TIMEOUT,
     DEFAULT_MAX_SERVER_REQUESTS,
     DEFAULT_REQUEST_TIMEOUT,
-    Connection,
-    TransportFactory,
 )
+from ..driver.lifetime import OwnsNursery
+from ..driver.reconnect import Reconnect
+from ..driver.responder import Handler
 from ..events import EventCallback
 from ..protocol.errors import ConfigurationError, McplHostError
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.profiles import validate_allowlist
-from ..reconnect import Reconnect
-from ..responder import Handler
 from ..transports.targets import Target
 from ._server import ManagedServer, ManagerEventCallback
 from ._specs import ServerSpec, managed_server

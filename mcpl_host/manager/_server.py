@@ -15,7 +15,8 @@ from typing import Any, TypeAlias
 import trio
 
 from .._log import get_logger
-from ..connection import Connection, TransportFactory
+from ..client.connection import Connection, TransportFactory
+from ..driver.reconnect import Reconnect
 from ..events import (
     Closed,
     Connected,
@@ -26,7 +27,6 @@ from ..events import (
     Reconnecting,
 )
 from ..protocol.errors import ConfigurationError, ConnectionClosed, McplHostError
-from ..reconnect import Reconnect
 from ..transports.targets import Target
 from .status import ServerState, ServerStatus
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeAlias
 
+from ..client.connection import TransportFactory
 from ..config import ServerConfig
-from ..connection import TransportFactory
+from ..driver.reconnect import Reconnect
 from ..protocol.errors import ConfigurationError
-from ..reconnect import Reconnect
 from ..transports.targets import StdioTarget, Target, TcpTarget, UnixTarget
 from ._server import ConnectionMaker, ManagedServer, ManagerEventCallback
 from .status import ServerStatus

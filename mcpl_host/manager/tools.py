@@ -10,8 +10,8 @@ from typing import Any, Final
 import trio
 
 from .._log import get_logger
-from ..connection import Connection
-from ..pagination import collect
+from ..client.connection import Connection
+from ..client.pagination import collect
 from ..protocol.errors import McplHostError
 from .naming import TOOL_SEPARATOR, ToolEntry, qualify
 
@@ -77,7 +77,7 @@ async def gather_tools(
 async def list_server_tools(
     conn: Connection, *, timeout: float | None = None, max_pages: int = MAX_PAGES
 ) -> tuple[list[dict[str, Any]], McplHostError | None]:
-    """One server's whole tool list (:func:`mcpl_host.pagination.collect`), or no tools and
+    """One server's whole tool list (:func:`mcpl_host.client.pagination.collect`), or no tools and
     why (never raises a :class:`~mcpl_host.McplHostError`): never a partial list.
 
     The error is the request's own (:class:`~mcpl_host.RequestError`,

@@ -1,4 +1,4 @@
-"""mcpl_host.pagination.collect against scripted servers (memory mode, autojump clock)."""
+"""mcpl_host.client.pagination.collect against scripted servers (memory mode, autojump clock)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import trio
 
 from mcpl_host import Connection, ProtocolError, RequestError
-from mcpl_host.pagination import collect
+from mcpl_host.client.pagination import collect
 from mcpl_host.testing import Script, serve
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import trio
 
-from mcpl_host.connection import Connection
+from mcpl_host import Connection
 
 from .peer import Peer, memory_connection
 

@@ -7,8 +7,7 @@ from typing import Any
 import msgspec
 import trio
 
-from mcpl_host import TransportError
-from mcpl_host.connection import Connection
+from mcpl_host import Connection, TransportError
 from mcpl_host.protocol.framing import LineDecoder
 from mcpl_host.transports.memory import memory_transport_pair
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import trio
 
-from mcpl_host._chaos import run_chaos
+from mcpl_host.testing.chaos import run_chaos
 
 
 async def test_kill_9_cycles_lose_nothing_and_leave_nothing() -> None:

@@ -16,6 +16,7 @@ from structlog.testing import capture_logs
 
 from mcpl_host import (
     ConfigurationError,
+    Connection,
     ConnectionClosed,
     InitializeError,
     SpawnError,
@@ -23,7 +24,6 @@ from mcpl_host import (
     TcpTarget,
     UnixTarget,
 )
-from mcpl_host.connection import Connection
 from mcpl_host.demo import handle
 from mcpl_host.events import Closed, Disconnected, Event, StderrLine
 from mcpl_host.protocol.framing import LineDecoder

@@ -11,12 +11,12 @@ from mcpl_host import (
     ConfigurationError,
     ConnectionClosed,
     InitializeError,
+    Reconnect,
     TransportError,
     VersionError,
 )
 from mcpl_host.events import Closed, Connected, Disconnected, Event, Reconnected, Reconnecting
 from mcpl_host.manager import ConnectionManager, ServerUnavailable, UnknownServer
-from mcpl_host.reconnect import Reconnect
 from mcpl_host.testing import Script, serve
 
 from .helpers import (

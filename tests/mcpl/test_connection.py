@@ -341,3 +341,68 @@ async def test_the_grant_through_the_harness_with_a_real_subprocess() -> None:
     }
     update = server.record.requests("featureSets/update")[0]
     assert "pushEvents" in update["params"]["effectiveCapabilities"]
+
+
+def initialize_answer(init: dict[str, Any]) -> bytes:
+    return msgspec.json.encode(
+        {
+            "jsonrpc": "2.0",
+            "id": init["id"],
+            "result": {
+                "protocolVersion": "2024-11-05",
+                "capabilities": {"experimental": {"mcpl": SERVER_MCPL}},
+                "serverInfo": {"name": "mcpl-peer", "version": "1"},
+            },
+        }
+    )
+
+
+async def test_an_mcpl_request_in_the_same_write_as_the_answer_meets_this_transports_grant() -> (
+    None
+):
+    """The seam after the initialize answer: on the first transport a push read in the same
+    read as the answer is judged by MCPL against the empty grant (-32002), never handed to
+    plain MCP (-32601); after a reconnect it is held until the new grant's receipt, then
+    admitted against that grant, never against the previous transport's."""
+    hooks = Hooks()
+    events: list[Event] = []
+    supply = PeerSupply()
+    conn = Connection(
+        supply.factory,
+        mcpl=hooks.config(),
+        on_event=events.append,
+        reconnect=Reconnect(initial=0.01, jitter=0),
+    )
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(conn.run)
+            first = await supply.next_peer()
+            init = await first.expect("initialize")
+            await first.send(initialize_answer(init) + b"\n" + request("early", "push/event", PUSH))
+            lines = [await first.recv(), await first.recv()]
+            assert {"jsonrpc": "2.0", "method": "notifications/initialized"} in lines
+            (denied,) = [m for m in lines if m.get("id") == "early"]
+            assert denied["error"]["code"] == -32002
+            await accept(first, await first.expect("featureSets/update"))
+            await grant_settled(events)
+
+            # The first transport's grant allows pushEvents; the second's must settle first.
+            await first.stream.aclose()
+            second = await supply.next_peer()
+            init = await second.expect("initialize")
+            push = PUSH | {"eventId": "e-9"}
+            await second.send(
+                initialize_answer(init) + b"\n" + request("raced", "push/event", push)
+            )
+            await second.expect("notifications/initialized")
+            update = await second.expect("featureSets/update")
+            assert hooks.pushes == []  # held: the previous grant does not count here
+            await accept(second, update)
+            answer = await second.recv()
+            assert answer == {
+                "jsonrpc": "2.0",
+                "id": "raced",
+                "result": {"accepted": True, "inferenceId": "inf-1"},
+            }
+            await conn.aclose()
+    assert [p.event_id for p in hooks.pushes] == ["e-9"]

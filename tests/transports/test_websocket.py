@@ -18,9 +18,8 @@ from structlog.testing import capture_logs
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, Event, Request, TextMessage
 
-from mcpl_host import ConnectionClosed, Reconnect, RequestError, TransportError
+from mcpl_host import Connection, ConnectionClosed, Reconnect, RequestError, TransportError
 from mcpl_host.config import parse_config
-from mcpl_host.connection import Connection
 from mcpl_host.events import Disconnected, Reconnected
 from mcpl_host.protocol.errors import ConfigurationError
 from mcpl_host.protocol.redact import REDACTION_MARK, Redactor

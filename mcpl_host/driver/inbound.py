@@ -16,13 +16,9 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw
 
-from ._epoch import BatchSlot, Epoch
-from ._log import get_logger
-from ._mcpl import McplSession
-from ._pending import PROGRESS, Pending
-from ._timeouts import TimeoutWatch
-from .protocol.batch import BatchAnswers, BatchPlan, BatchRefused, plan_batch
-from .protocol.envelope import (
+from .._log import get_logger
+from ..protocol.batch import BatchAnswers, BatchPlan, BatchRefused, plan_batch
+from ..protocol.envelope import (
     Batch,
     Classified,
     Ignored,
@@ -33,7 +29,7 @@ from .protocol.envelope import (
     Response,
     decode_line,
 )
-from .protocol.errors import (
+from ..protocol.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -41,11 +37,15 @@ from .protocol.errors import (
     ProtocolError,
     RequestError,
 )
-from .protocol.framing import LineDecoder, OversizedLine
-from .protocol.handshake import Established, Send, Skip, describe_error_member
-from .protocol.messages import encode
-from .protocol.redact import Redactor
+from ..protocol.framing import LineDecoder, OversizedLine
+from ..protocol.handshake import Established, Send, Skip, describe_error_member
+from ..protocol.messages import encode
+from ..protocol.redact import Redactor
+from .epoch import BatchSlot, Epoch
+from .mcpl_session import McplSession
+from .pending import PROGRESS, Pending
 from .responder import Handler, Responder, ServerRequest
+from .timeouts import TimeoutWatch
 
 __all__ = ["Inbound"]
 
@@ -162,9 +162,12 @@ class Inbound:
             epoch.log.debug("message", direction="in", method="initialize", outcome=step.outcome)
             if isinstance(step, Established):
                 # Bound here, in the reader, before it reads on: a message in the same read
-                # as the answer (or just after) is handled by the negotiated revision even
-                # before the connecting task has written notifications/initialized.
+                # as the answer (or just after) is handled by the negotiated revision (and
+                # MCPL's terms for this transport) even before the connecting task has
+                # written notifications/initialized.
                 epoch.profile = step.profile
+                if self.mcpl is not None:
+                    self.mcpl.bind(epoch, step.result.capabilities)
             epoch.handshake_step = step
             epoch.handshake_done.set()
 

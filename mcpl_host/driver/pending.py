@@ -10,7 +10,7 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw
 
-from .protocol.errors import McplHostError
+from ..protocol.errors import McplHostError
 
 __all__ = ["PROGRESS", "Pending", "ProgressCallback", "result_decoder", "with_progress_token"]
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 
 import trio
 
-from .connection import Connection
-from .protocol.errors import McplHostError
-from .reconnect import Reconnect
-from .transports.targets import StdioTarget
+from ..client.connection import Connection
+from ..driver.reconnect import Reconnect
+from ..protocol.errors import McplHostError
+from ..transports.targets import StdioTarget
 
 __all__ = ["ChaosReport", "run_chaos"]
 

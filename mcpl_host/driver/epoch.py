@@ -12,16 +12,16 @@ from typing import Any, TypeAlias
 
 import trio
 
-from ._log import get_logger
-from ._pending import Pending
-from .protocol.batch import BatchAnswers
-from .protocol.envelope import RequestId
-from .protocol.errors import ConnectionClosed
-from .protocol.handshake import Established, Failed, Handshake
-from .protocol.messages import ErrorAnswer, ResultAnswer, encode
-from .protocol.profiles import Profile
+from .._log import get_logger
+from ..protocol.batch import BatchAnswers
+from ..protocol.envelope import RequestId
+from ..protocol.errors import ConnectionClosed
+from ..protocol.handshake import Established, Failed, Handshake
+from ..protocol.messages import ErrorAnswer, ResultAnswer, encode
+from ..protocol.profiles import Profile
+from ..transports import Transport
+from .pending import Pending
 from .responder import Responder
-from .transports import Transport
 
 __all__ = ["BatchSlot", "Epoch"]
 

@@ -19,18 +19,24 @@ from typing import Any, Final
 
 import msgspec
 
-from .client.types import ToolAnnotations
-
 __all__ = ["ToolHints", "safe_to_repeat"]
 
 _SAFE_SEGMENTS: Final = frozenset({"list", "read", "get", "complete"})
 
 
+class _Hints(msgspec.Struct, rename="camel"):
+    """Just what the rule reads of a tool's annotations (the whole type, for callers,
+    is the client layer's ToolAnnotations)."""
+
+    read_only_hint: bool | None = None
+    idempotent_hint: bool | None = None
+
+
 class _Tool(msgspec.Struct):
-    """Just what the rule reads of a listed tool (the full type is client.types.Tool)."""
+    """Just what the rule reads of a listed tool."""
 
     name: str
-    annotations: ToolAnnotations | None = None
+    annotations: _Hints | None = None
 
 
 class _ToolList(msgspec.Struct):

@@ -19,21 +19,21 @@ from typing import Any
 import msgspec
 from msgspec import Raw
 
-from ._epoch import Epoch
-from ._log import get_logger
-from ._pending import Pending
-from .events import Event, McplGrantChanged
-from .mcpl.capabilities import advertised_paths, denied, effective, host_advertisement
-from .mcpl.dedupe import EventIds
-from .mcpl.grant import Applied, Failed, Grant, Refused, Stale, Update
-from .mcpl.host import ChunkSender, Mcpl, McplContext, McplHook
-from .mcpl.methods import CAPABILITY_DENIED, INBOUND, REMOVED, Admit, Refuse, Removed, admit
-from .mcpl.planes import HoldBuffer
-from .mcpl.types import InferenceRequest, PushEvent, decode_params
-from .protocol.envelope import Notification, Outcome, Request
-from .protocol.errors import INVALID_REQUEST, METHOD_NOT_FOUND, McplHostError
-from .protocol.messages import OutNotification, encode
-from .protocol.redact import Redactor
+from .._log import get_logger
+from ..events import Event, McplGrantChanged
+from ..mcpl.capabilities import advertised_paths, denied, effective, host_advertisement
+from ..mcpl.dedupe import EventIds
+from ..mcpl.grant import Applied, Failed, Grant, Refused, Stale, Update
+from ..mcpl.host import ChunkSender, Mcpl, McplContext, McplHook
+from ..mcpl.methods import CAPABILITY_DENIED, INBOUND, REMOVED, Admit, Refuse, Removed, admit
+from ..mcpl.planes import HoldBuffer
+from ..mcpl.types import InferenceRequest, PushEvent, decode_params
+from ..protocol.envelope import Notification, Outcome, Request
+from ..protocol.errors import INVALID_REQUEST, METHOD_NOT_FOUND, McplHostError
+from ..protocol.messages import OutNotification, encode
+from ..protocol.redact import Redactor
+from .epoch import Epoch
+from .pending import Pending
 from .responder import Handler, Responder, ServerRequest
 
 __all__ = ["McplSession"]
@@ -89,17 +89,23 @@ class McplSession:
 
     # -- each transport ------------------------------------------------------------------
 
-    def start(self, epoch: Epoch, server_capabilities: object) -> None:
-        """A handshake succeeded on ``epoch``: reset the grant and send the new one (a
-        Request, even when empty). After a reconnect, inbound MCPL traffic is held
-        until its receipt."""
+    def bind(self, epoch: Epoch, server_capabilities: object) -> None:
+        """The initialize answer was just read on ``epoch`` (called by the reader, before
+        it reads on): reset the grant and learn what the server advertises, so the next
+        message is judged on this transport's terms. After a reconnect, inbound MCPL
+        traffic is held from here until the new grant's receipt."""
         self.grant.reset()
         self.advertised = advertised_paths(server_capabilities)
         if self.advertised is None:
             self._release()  # a plain MCP peer now: nothing will ever grant what is held
-            return
-        if epoch.epoch_number > 1:
+        elif epoch.epoch_number > 1:
             self._held.hold()
+
+    def start(self, epoch: Epoch) -> None:
+        """The handshake is over on ``epoch`` (``initialized`` written): send the grant
+        (a Request, even when empty)."""
+        if self.advertised is None:
+            return
         granted = effective(self.config.grants, self.advertised)
         update = self.grant.propose(granted, denied=denied(self.advertised, granted))
         self._spawn(self._send, epoch, update)

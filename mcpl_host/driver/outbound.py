@@ -1,10 +1,10 @@
 """The host's own requests: from the call to the answer, across transports.
 
-Each request is a :class:`~mcpl_host._pending.Pending` that outlives transports. It is
+Each request is a :class:`~mcpl_host.driver.pending.Pending` that outlives transports. It is
 written on the current transport epoch or, between transports, queued; when an epoch
-is lost the rebinding rule (:mod:`mcpl_host._rebind`) decides whether it is sent again
+is lost the rebinding rule (:mod:`mcpl_host.driver.rebind`) decides whether it is sent again
 on the next one, under a new id, or fails with a typed error. Timeouts are kept by one
-:class:`~mcpl_host._timeouts.TimeoutWatch`; a late answer to an id given up on is
+:class:`~mcpl_host.driver.timeouts.TimeoutWatch`; a late answer to an id given up on is
 remembered (boundedly) so that the reader can log it for what it is.
 """
 
@@ -19,13 +19,13 @@ import msgspec
 import trio
 from msgspec import Raw
 
-from ._epoch import Epoch
-from ._pending import Pending, ProgressCallback, result_decoder, with_progress_token
-from ._rebind import ToolHints, safe_to_repeat
-from ._timeouts import TimeoutWatch
-from .protocol.errors import ConnectionClosed, McplHostError, ProtocolError, RequestTimeout
-from .protocol.messages import OutNotification, OutRequest, encode
-from .protocol.redact import Redactor
+from ..protocol.errors import ConnectionClosed, McplHostError, ProtocolError, RequestTimeout
+from ..protocol.messages import OutNotification, OutRequest, encode
+from ..protocol.redact import Redactor
+from .epoch import Epoch
+from .pending import Pending, ProgressCallback, result_decoder, with_progress_token
+from .rebind import ToolHints, safe_to_repeat
+from .timeouts import TimeoutWatch
 
 __all__ = ["Outbound"]
 
@@ -220,7 +220,7 @@ class Outbound:
 
     def rebind(self, epoch: Epoch, *, reconnecting: bool) -> None:
         """Decide, for each request pending on the lost epoch, re-send or fail (the rule
-        and its table: mcpl_host._rebind)."""
+        and its table: mcpl_host.driver.rebind)."""
         for request_id, pending in list(self.pending.items()):
             if pending.epoch is not epoch:
                 continue

@@ -1,0 +1,208 @@
+"""The public :class:`Connection`: the typed MCP client over the trio driver.
+
+The driver (:mod:`mcpl_host.driver`) moves messages and knows nothing of MCP's typed
+calls; this class is a driver plus what a client of MCP adds on top: the typed calls
+(:class:`~mcpl_host.client.calls.ClientCalls`), the hooks that serve the server's
+requests (roots, sampling, elicitation) and the capabilities they advertise, the list
+caches and the routing of the server's notifications into events.
+
+A subclass rather than a wrapper: every call goes straight to the driver's request
+machinery, with no forwarding layer on the path each request takes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from msgspec import Raw
+
+from ..driver.core import (
+    DEFAULT_INITIALIZE_TIMEOUT,
+    DEFAULT_MAX_SERVER_REQUESTS,
+    DEFAULT_REQUEST_TIMEOUT,
+    Driver,
+    TransportFactory,
+)
+from ..driver.pending import ProgressCallback
+from ..driver.reconnect import Reconnect
+from ..driver.responder import Handler, ServerRequest
+from ..events import EventCallback
+from ..mcpl.host import Mcpl
+from ..protocol.capabilities import client_capabilities
+from ..protocol.errors import ConnectionClosed
+from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
+from ..protocol.profiles import PROFILES, validate_allowlist
+from ..transports.targets import Target
+from .cache import ListCache
+from .calls import ClientCalls
+from .hooks import (
+    ElicitationHook,
+    HookContext,
+    SamplingHook,
+    as_roots,
+    elicitation_handler,
+    roots_handler,
+    sampling_handler,
+)
+from .notifications import NotificationRouter
+from .types import Root
+
+__all__ = ["Connection", "ProgressCallback", "TransportFactory"]
+
+
+class Connection(Driver, ClientCalls):
+    """A connection to one MCP server.
+
+    Open it as an async context manager (it owns its nursery)::
+
+        async with Connection(StdioTarget.of(["python3", "server.py"])) as conn:
+            result = await conn.request("tools/list")
+
+    or run it in a nursery of yours: ``conn = await nursery.start(Connection(...).run)``
+    and ``await conn.aclose()`` when done. Either way a failure to connect raises one
+    typed exception (a :class:`~mcpl_host.McplHostError`), never an exception group.
+
+    The typed MCP calls (``list_tools``, ``call_tool``, ``read_resource``, ...) are
+    methods of the connection: see :class:`~mcpl_host.client.calls.ClientCalls`.
+
+    What a server may ask of the host comes through hooks: ``roots`` (the roots to
+    offer, :class:`~mcpl_host.Root` values or URIs; change them with :meth:`set_roots`),
+    ``sampling`` (a :data:`~mcpl_host.SamplingHook`) and ``elicitation`` (an
+    :data:`~mcpl_host.ElicitationHook`; ``url_elicitation=True`` if it also handles URL
+    mode). A capability is advertised only for a hook given, in the shape the offered
+    revision defines, and each request is served only on revisions that define it.
+    ``handlers`` maps any other server-request method to a raw handler; ``ping`` is
+    built in.
+    """
+
+    def __init__(
+        self,
+        target: Target | str | TransportFactory,
+        *,
+        name: str | None = None,
+        versions: list[str] | tuple[str, ...] | None = None,
+        client_info: Mapping[str, Any] | None = None,
+        handlers: Mapping[str, Handler] | None = None,
+        roots: Iterable[Root | str] | None = None,
+        sampling: SamplingHook | None = None,
+        elicitation: ElicitationHook | None = None,
+        url_elicitation: bool = False,
+        on_event: EventCallback | None = None,
+        initialize_timeout: float = DEFAULT_INITIALIZE_TIMEOUT,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
+        secrets: tuple[str, ...] = (),
+        reconnect: Reconnect | None = None,
+        on_wire: Callable[[str, bytes], None] | None = None,
+        mcpl: Mcpl | None = None,
+    ) -> None:
+        """Raises :class:`~mcpl_host.ConfigurationError` for a bad target or allowlist,
+        ``TypeError`` for a root that is neither a Root nor a string.
+
+        ``reconnect``: without a policy (the default) the connection ends with its
+        transport; with one, a lost transport is replaced and pending requests rebound.
+        ``mcpl``: speak MCPL with a server that advertises it (docs/mcpl.md): the grant
+        patterns and the hooks for the server's MCPL methods.
+        ``on_wire(direction, line)``: called with every line read (``"in"``) and written
+        (``"out"``), raw; a wire trace must escape, cut and redact it before showing it
+        (``conn.redactor.log_value``).
+        """
+        allowlist = validate_allowlist(versions)
+        self._roots = None if roots is None else as_roots(roots)
+        self._url_elicitation = url_elicitation
+        hooks: dict[str, Handler] = {}
+        if self._roots is not None:
+            hooks["roots/list"] = roots_handler(self._current_roots)
+        if sampling is not None:
+            hooks["sampling/createMessage"] = sampling_handler(sampling, self._context)
+        if elicitation is not None:
+            hooks["elicitation/create"] = elicitation_handler(
+                elicitation, self._context, self._url_mode
+            )
+        self._lists = ListCache()
+        super().__init__(
+            target,
+            name=name,
+            versions=allowlist,
+            client_info=client_info,
+            handlers={**hooks, **(handlers or {})},
+            # Capabilities go out before a revision is agreed: shaped for the one offered.
+            capabilities=client_capabilities(
+                PROFILES[allowlist[0]],
+                roots=self._roots is not None,
+                sampling=sampling is not None,
+                elicitation=elicitation is not None,
+                url_elicitation=url_elicitation,
+            ),
+            on_event=on_event,
+            initialize_timeout=initialize_timeout,
+            request_timeout=request_timeout,
+            max_message_bytes=max_message_bytes,
+            max_server_requests=max_server_requests,
+            secrets=secrets,
+            reconnect=reconnect,
+            on_wire=on_wire,
+            mcpl=mcpl,
+        )
+        self._notifications = NotificationRouter(
+            server=self.name, lists=self._lists, redactor=self.redactor, emit=self._emit
+        )
+
+    async def set_roots(self, roots: Iterable[Root | str]) -> None:
+        """Replace the roots offered to the server and tell it they changed
+        (``notifications/roots/list_changed``, when connected; after a reconnect the
+        server asks anew).
+
+        Raises ``ValueError`` when the connection was made without ``roots`` (the roots
+        capability was not advertised), ``TypeError`` for a bad root.
+        """
+        if self._roots is None:
+            raise ValueError("this connection offers no roots: pass roots=[...] to Connection")
+        self._roots = as_roots(roots)
+        # Closed, between transports, or lost meanwhile: the next server asks for them.
+        with contextlib.suppress(ConnectionClosed):
+            await self.notify("notifications/roots/list_changed")
+
+    # -- what the typed calls and the hooks need of the driver -------------------------
+
+    async def _request_raw(
+        self,
+        method: str,
+        params: Any,
+        *,
+        timeout: float | None,
+        on_progress: ProgressCallback | None = None,
+        progress_resets_timeout: bool = False,
+        max_timeout: float | None = None,
+        rebind: bool | None = None,
+    ) -> Raw:
+        result: Raw = await self.request(
+            method,
+            params,
+            result_type=Raw,
+            timeout=timeout,
+            on_progress=on_progress,
+            progress_resets_timeout=progress_resets_timeout,
+            max_timeout=max_timeout,
+            rebind=rebind,
+        )
+        return result
+
+    def _on_notification(self, method: str, params: Raw | None) -> None:
+        self._notifications.handle(method, params)
+
+    def _transport_replaced(self) -> None:
+        self._lists.invalidate()  # the new transport may reach a changed server
+
+    def _current_roots(self) -> tuple[Root, ...]:
+        return self._roots or ()
+
+    def _context(self, request: ServerRequest) -> HookContext:
+        return HookContext(self.name, request.id, self.protocol_version)
+
+    def _url_mode(self) -> bool:
+        profile = self.profile
+        return self._url_elicitation and profile is not None and profile.url_elicitation

@@ -1,0 +1,655 @@
+"""The driver: one per server connection, the trio machinery under the typed client.
+
+It owns a transport (a byte stream), runs one reader task that feeds every line to the
+protocol core and does what the core decides, correlates the host's requests with their
+answers, and serves the server's requests through transport-bound responders. Each
+transport is an *epoch*; everything bound to an epoch (its profile, its responders, its
+in-flight server requests) dies with it. With a :class:`~mcpl_host.Reconnect` policy a
+lost transport is replaced by a new one, and the host's pending requests are rebound
+onto it by the rule in :mod:`mcpl_host.driver.rebind`.
+
+The driver knows nothing of MCP's typed calls, hooks or list caches: the public
+:class:`~mcpl_host.Connection` (``mcpl_host.client.connection``) is a driver with those
+on top. What the client adds reaches down only through what it passes in (handlers,
+capabilities) and two methods it overrides: ``_on_notification`` and
+``_transport_replaced``.
+
+Every inbound message ends with one typed outcome, logged as one structured event.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Final, Self, TypeAlias, TypeVar, overload
+
+import trio
+from msgspec import UNSET, Raw
+
+from .._log import get_logger
+from ..events import (
+    Closed,
+    Connected,
+    Disconnected,
+    Event,
+    EventCallback,
+    Reconnected,
+    Reconnecting,
+    ServerNotification,
+    StderrLine,
+)
+from ..mcpl.host import Mcpl
+from ..protocol.errors import (
+    ConnectionClosed,
+    McplHostError,
+    RequestTimeout,
+    TransportError,
+)
+from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
+from ..protocol.handshake import Established, Failed, Handshake, InitializeResult
+from ..protocol.messages import OutNotification, encode
+from ..protocol.profiles import Profile, validate_allowlist
+from ..protocol.redact import Redactor
+from ..transports import Transport, open_transport
+from ..transports.targets import Target, describe, parse_target, redactor_for
+from .epoch import Epoch
+from .inbound import Inbound
+from .lifetime import OwnsNursery
+from .mcpl_session import McplSession
+from .outbound import Outbound
+from .pending import Pending, ProgressCallback
+from .reconnect import Reconnect
+from .responder import Handler, ServerRequest
+
+__all__ = ["Driver", "ProgressCallback", "TransportFactory"]
+
+_log = get_logger("mcpl_host.connection")  # the name embedders filter on
+# A new HTTP session after the server ended one (404), when no reconnect policy is set.
+_RENEW_SESSION: Final = Reconnect(initial=0.1, maximum=1.0, jitter=0.1, max_attempts=3)
+
+T = TypeVar("T")
+
+TransportFactory: TypeAlias = Callable[[], Awaitable[Transport]]
+"""Opens a transport of the embedder's own making (a memory stream, a custom socket)."""
+
+DEFAULT_INITIALIZE_TIMEOUT: Final = 30.0
+DEFAULT_REQUEST_TIMEOUT: Final = 60.0
+DEFAULT_MAX_SERVER_REQUESTS: Final = 64
+
+
+class _State(enum.Enum):
+    NEW = "new"
+    CONNECTED = "connected"
+    RECONNECTING = "reconnecting"
+    CLOSED = "closed"
+
+
+class Driver(OwnsNursery):
+    """The connection machinery for one server: transports, handshake, requests both
+    ways, reconnects. Used through its subclass :class:`~mcpl_host.Connection`; run it
+    as an async context manager, or ``await nursery.start(driver.run)``."""
+
+    def __init__(
+        self,
+        target: Target | str | TransportFactory,
+        *,
+        name: str | None = None,
+        versions: list[str] | tuple[str, ...] | None = None,
+        client_info: Mapping[str, Any] | None = None,
+        handlers: Mapping[str, Handler] | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+        on_event: EventCallback | None = None,
+        initialize_timeout: float = DEFAULT_INITIALIZE_TIMEOUT,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
+        secrets: tuple[str, ...] = (),
+        reconnect: Reconnect | None = None,
+        on_wire: Callable[[str, bytes], None] | None = None,
+        mcpl: Mcpl | None = None,
+    ) -> None:
+        """Raises :class:`~mcpl_host.ConfigurationError` for a bad target or allowlist.
+
+        ``handlers`` serve the server's requests by method (``ping`` is built in);
+        ``capabilities`` are the client capabilities ``initialize`` offers (MCPL's are
+        added when ``mcpl`` is given). The other options are :class:`~mcpl_host.Connection`'s.
+        """
+        self.target: Target | TransportFactory = (
+            parse_target(target) if isinstance(target, str) else target
+        )
+        if callable(self.target):
+            self.redactor = Redactor(secrets)
+            self.name = name or "custom"
+        else:
+            self.redactor = redactor_for(self.target, extra_secrets=secrets)
+            self.name = name or describe(self.target)
+        self.allowlist = validate_allowlist(versions)
+        self.client_info = dict(client_info or {"name": "mcpl_host", "version": "0.1.0"})
+        self.request_timeout = request_timeout
+        self.initialize_timeout = initialize_timeout
+        self.max_message_bytes = max_message_bytes
+        self.max_server_requests = max_server_requests
+        self._on_event = on_event
+        self._handlers: dict[str, Handler] = {"ping": _ping, **(handlers or {})}
+        self._capabilities = dict(capabilities or {})
+        self._mcpl: McplSession | None = None
+        if mcpl is not None:
+            self._capabilities.update(McplSession.capabilities())
+        self._ids = itertools.count(1)  # never reused on this connection
+        self._epoch_numbers = itertools.count(1)
+        self._reconnect = reconnect
+        self._state = _State.NEW
+        self._outbound = Outbound(
+            server=self.name,
+            next_id=lambda: next(self._ids),
+            redactor=self.redactor,
+            spawn=self._spawn,
+        )
+        self._reconnect_scope: trio.CancelScope | None = None
+        self._inbound = Inbound(
+            server=self.name,
+            pending=self._outbound.pending,
+            abandoned=self._outbound.abandoned,
+            progress=self._outbound.progress,
+            timeouts=self._outbound.timeouts,
+            handlers=self._handlers,
+            redactor=self.redactor,
+            max_message_bytes=max_message_bytes,
+            max_server_requests=max_server_requests,
+            spawn=self._spawn,
+            on_notification=self._on_notification,
+            on_lost=self._end_epoch_soon,
+            on_wire=on_wire,
+        )
+        self._on_wire = on_wire
+        if mcpl is not None:
+            self._mcpl = self._inbound.mcpl = McplSession(
+                mcpl,
+                server=self.name,
+                redactor=self.redactor,
+                call=self._call_on,
+                dispatch=self._inbound.dispatch,
+                spawn=self._spawn,
+                emit=self._emit,
+                on_refused_close=lambda: self._spawn(self.aclose),
+            )
+        self._epoch: Epoch | None = None
+        self._nursery: trio.Nursery | None = None
+        self._closing = False
+        self._closed = trio.Event()
+        self._closed_reason = "closed"
+        self.initialize_result: InitializeResult | None = None
+        self.timings_ms: dict[str, float] = {}
+        self._log = _log.bind(server=self.name)
+
+    # -- what the server said about itself ----------------------------------------------
+
+    @property
+    def profile(self) -> Profile | None:
+        """The negotiated profile of the current transport epoch (None when not connected)."""
+        return self._epoch.profile if self._epoch is not None and self._epoch.open else None
+
+    @property
+    def protocol_version(self) -> str | None:
+        profile = self.profile
+        return profile.revision if profile else None
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        return self.initialize_result.server_info if self.initialize_result else {}
+
+    @property
+    def server_capabilities(self) -> dict[str, Any]:
+        return self.initialize_result.capabilities if self.initialize_result else {}
+
+    @property
+    def instructions(self) -> str | None:
+        return self.initialize_result.instructions if self.initialize_result else None
+
+    @property
+    def transport(self) -> Transport | None:
+        """The current transport (a stdio one has ``pid``), None between transports."""
+        epoch = self._epoch
+        return epoch.transport if epoch is not None and epoch.open else None
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        return dict(self._capabilities)
+
+    # -- lifetime ----------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[Self] = trio.TASK_STATUS_IGNORED) -> None:
+        """Connect, then serve (and reconnect, with a policy) until closed. Use with
+        ``nursery.start``.
+
+        Raises (before ``started``) :class:`~mcpl_host.SpawnError`,
+        :class:`~mcpl_host.TransportError`, :class:`~mcpl_host.InitializeError`,
+        :class:`~mcpl_host.VersionError`, :class:`~mcpl_host.RequestTimeout` (handshake
+        timeout) or :class:`~mcpl_host.ProtocolError`. The first connect is not retried:
+        a reconnect policy applies once a connection has been established.
+        """
+        failure: McplHostError | None = None
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._outbound.timeouts.run)
+            try:
+                started = trio.current_time()
+                await self._open_epoch(started)
+            except McplHostError as exc:
+                failure = exc
+                self._state = _State.CLOSED
+                self._closed.set()
+            else:
+                self._state = _State.CONNECTED
+                task_status.started(self)
+                await self._supervise()
+            nursery.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+
+    async def aclose(self) -> None:
+        """Close the connection: pending requests fail with ConnectionClosed, a reconnect in
+        progress stops, the transport is shut down (a stdio server stopped and reaped).
+        Idempotent; safe to call from any task."""
+        if self._closing:
+            await self._closed.wait()
+            return
+        self._closing = True
+        with trio.CancelScope(shield=True):
+            await self._outbound.flush_notices()
+            if self._reconnect_scope is not None:
+                self._reconnect_scope.cancel()
+            if self._epoch is not None:
+                await self._end_epoch(self._epoch, "closed")
+            self._finish("closed")
+
+    # -- connecting --------------------------------------------------------------------
+
+    async def _open_epoch(self, started: float) -> Epoch:
+        """Open a transport and run the handshake on it; on any failure (cancellation
+        included) the transport is shut down before the error propagates."""
+        nursery = self._nursery
+        assert nursery is not None
+        transport = await self._open_transport(nursery)
+        opened = trio.current_time()
+        epoch = Epoch(
+            next(self._epoch_numbers),
+            transport,
+            server=self.name,
+            on_lost=self._end_epoch_soon,
+            spawn=self._spawn,
+            on_wire=self._on_wire,
+        )
+        epoch.on_late_write = self._outbound.written_late
+        self._epoch = epoch
+        handshake = Handshake(
+            allowlist=self.allowlist,
+            request_id=next(self._ids),
+            capabilities=self._capabilities,
+            client_info=self.client_info,
+            redactor=self.redactor,
+        )
+        epoch.handshake = handshake
+        nursery.start_soon(self._inbound.read, epoch)
+        nursery.start_soon(epoch.write_loop)
+        try:
+            with trio.fail_after(self.initialize_timeout):
+                await epoch.write(handshake.request())
+                await epoch.handshake_done.wait()
+            step = epoch.handshake_step
+            if isinstance(step, Established):
+                await epoch.write(step.initialized)
+        except trio.TooSlowError:
+            await self._end_epoch(epoch, "initialize-timeout")
+            raise RequestTimeout(
+                f"no answer to initialize within {self.initialize_timeout:g} s",
+                method="initialize",
+                timeout=self.initialize_timeout,
+                server=self.name,
+            ) from None
+        except ConnectionClosed as exc:
+            reason = epoch.end_reason or "write-failed"
+            await self._end_epoch(epoch, reason)
+            raise TransportError(
+                f"the transport closed during initialize ({reason})",
+                reason=reason,
+                server=self.name,
+            ) from exc
+        except McplHostError:
+            await self._end_epoch(epoch, epoch.end_reason or "initialize-failed")
+            raise
+        except BaseException:  # cancelled (close() during a reconnect, say)
+            await self._end_epoch(epoch, "closed")
+            raise
+        if not isinstance(step, Established):
+            assert isinstance(step, Failed)
+            await self._end_epoch(epoch, epoch.end_reason or "initialize-failed")
+            step.error.server = self.name
+            raise step.error
+        epoch.connected = True
+        self.initialize_result = step.result
+        if self._mcpl is not None:
+            self._mcpl.start(epoch)
+        now = trio.current_time()
+        if not self.timings_ms:
+            self.timings_ms = {
+                "connect": round((opened - started) * 1000, 3),
+                "initialize": round((now - opened) * 1000, 3),
+                "total": round((now - started) * 1000, 3),
+            }
+        epoch.log.info("connected", protocol_version=step.profile.revision)
+        if epoch.epoch_number == 1:
+            self._emit(
+                Connected(epoch.epoch_number, step.profile.revision, step.result.server_info)
+            )
+        return epoch
+
+    async def _open_transport(self, nursery: trio.Nursery) -> Transport:
+        # Opening is bounded too: a TCP connect to a black hole must not hold an attempt.
+        transport: Transport | None = None
+        with trio.move_on_after(self.initialize_timeout):
+            if callable(self.target):
+                transport = await self.target()
+            else:
+                transport = await open_transport(
+                    self.target,
+                    nursery=nursery,
+                    on_stderr=self._on_stderr,
+                    redactor=self.redactor,
+                    max_message_bytes=self.max_message_bytes,
+                )
+        if transport is None:
+            raise TransportError(
+                f"could not open the transport within {self.initialize_timeout:g} s",
+                reason="connect-timeout",
+                server=self.name,
+            )
+        return transport
+
+    # -- supervising -------------------------------------------------------------------
+
+    async def _supervise(self) -> None:
+        """Wait for each transport to end; replace it (with a policy) or finish."""
+        while True:
+            epoch = self._epoch
+            assert epoch is not None
+            await epoch.ended.wait()
+            if self._closing:
+                return
+            policy = self._reconnect
+            if policy is None and epoch.end_reason == "session-expired":
+                # The server ended the HTTP session (404): MCP says start a new one.
+                policy = _RENEW_SESSION
+            if policy is None:
+                self._finish(epoch.end_reason or "closed")
+                return
+            self._state = _State.RECONNECTING
+            try:
+                with trio.CancelScope() as self._reconnect_scope:
+                    new = await self._reconnect_once(policy)
+            except McplHostError as exc:
+                self._log.warning("reconnect failed", error=self.redactor.log_value(str(exc)))
+                self._finish("reconnect-failed", cause=exc)
+                return
+            finally:
+                self._reconnect_scope = None
+            if self._closing:
+                return
+            self._state = _State.CONNECTED
+            assert new is not None
+            self._transport_replaced()
+            profile = new.profile
+            assert profile is not None
+            assert self.initialize_result is not None
+            self._emit(
+                Reconnected(new.epoch_number, profile.revision, self.initialize_result.server_info)
+            )
+            self._outbound.resend(new)
+
+    async def _reconnect_once(self, policy: Reconnect) -> Epoch | None:
+        """Connect+handshake under the policy's backoff; None when cancelled by close().
+
+        Raises the last error when the error is permanent or the attempts run out.
+        """
+        self._emit(Reconnecting(1, 0.0))
+        retrying = policy.retrying(lambda attempt, delay: self._emit(Reconnecting(attempt, delay)))
+        async for attempt in retrying:
+            with attempt:
+                return await self._open_epoch(trio.current_time())
+        return None  # pragma: no cover - tenacity either returns or raises
+
+    def _finish(self, reason: str, cause: McplHostError | None = None) -> None:
+        """The connection is over for good: every request still waiting fails."""
+        if self._state is _State.CLOSED and self._closed.is_set():
+            return
+        self._closing = True
+        self._state = _State.CLOSED
+        self._closed_reason = reason
+        text = f"connection closed ({reason})"
+        if cause is not None:
+            text += f": {self.redactor.log_value(str(cause))}"
+        self._outbound.fail_all(text, reason, cause)
+        self._log.info("closed", reason=reason)
+        self._emit(Closed(reason, cause))
+        self._closed.set()
+
+    # -- the host's requests -----------------------------------------------------------
+
+    @overload
+    async def request(
+        self,
+        method: str,
+        params: Any = ...,
+        *,
+        result_type: type[T],
+        timeout: float | None = ...,
+        on_progress: Any = ...,
+        progress_resets_timeout: bool = ...,
+        max_timeout: float | None = ...,
+        rebind: bool | None = ...,
+    ) -> T: ...
+
+    @overload
+    async def request(
+        self,
+        method: str,
+        params: Any = ...,
+        *,
+        timeout: float | None = ...,
+        on_progress: Any = ...,
+        progress_resets_timeout: bool = ...,
+        max_timeout: float | None = ...,
+        rebind: bool | None = ...,
+    ) -> Any: ...
+
+    async def request(
+        self,
+        method: str,
+        params: Any = UNSET,
+        *,
+        result_type: Any = Any,
+        timeout: float | None = None,
+        on_progress: Any = None,
+        progress_resets_timeout: bool = False,
+        max_timeout: float | None = None,
+        rebind: bool | None = None,
+    ) -> Any:
+        """Send a request and wait for its answer; return the result decoded as
+        ``result_type`` (plain JSON values by default, ``msgspec.Raw`` to keep it raw).
+
+        ``timeout`` defaults to the connection's ``request_timeout`` (60 s).
+        ``on_progress(progress, total, message)`` adds ``_meta.progressToken``; with
+        ``progress_resets_timeout`` each progress notification restarts the timeout, never
+        past ``max_timeout`` from the start (default: 10 x ``timeout``).
+
+        On timeout or cancellation of the caller, ``notifications/cancelled`` is sent for
+        the request (bounded, shielded) before the error or the cancellation propagates.
+
+        While the connection is reconnecting the request waits (within its timeout) for
+        the new transport. If its transport is lost after it was written, it is sent
+        again on the next one only when safe to repeat (see docs/reconnect.md);
+        ``rebind=True`` always allows that, ``rebind=False`` never.
+
+        Raises :class:`~mcpl_host.RequestError` (the server's error answer, with code,
+        message and data), :class:`~mcpl_host.RequestTimeout`,
+        :class:`~mcpl_host.ConnectionClosed` (``outcome_unknown`` when the request was
+        written and never answered), :class:`~mcpl_host.ProtocolError` (an answer with
+        neither result nor error, or a result that does not decode as ``result_type``),
+        ``TypeError`` for params JSON cannot carry.
+        """
+        self._check_open()
+        epoch = self._epoch
+        ready = (
+            epoch if self._state is _State.CONNECTED and epoch is not None and epoch.open else None
+        )
+        return await self._outbound.call(
+            ready,
+            method,
+            params,
+            result_type=result_type,
+            timeout=self.request_timeout if timeout is None else timeout,
+            on_progress=on_progress,
+            progress_resets_timeout=progress_resets_timeout,
+            max_timeout=max_timeout,
+            rebind=rebind,
+        )
+
+    async def notify(self, method: str, params: Any = UNSET) -> None:
+        """Send a notification.
+
+        Raises :class:`~mcpl_host.ConnectionClosed` when the connection is not up (closed,
+        or between transports) or the write fails.
+        """
+        self._check_open()
+        epoch = self._ready_epoch()
+        if epoch is None:
+            raise ConnectionClosed(
+                "no transport right now (reconnecting)", reason="reconnecting", server=self.name
+            )
+        await epoch.write(encode(OutNotification(method=method, params=params)))
+
+    async def _call_on(
+        self,
+        epoch: Epoch,
+        method: str,
+        params: Any,
+        timeout: float,
+        on_settle: Callable[[Pending], None],
+    ) -> Raw:
+        """A request written on ``epoch`` itself, never rebound to another transport (the
+        grant of a new transport is sent anew)."""
+        result: Raw = await self._outbound.call(
+            epoch,
+            method,
+            params,
+            result_type=Raw,
+            timeout=timeout,
+            on_progress=None,
+            progress_resets_timeout=False,
+            max_timeout=None,
+            rebind=False,
+            on_settle=on_settle,
+        )
+        return result
+
+    @property
+    def mcpl_grant(self) -> frozenset[str]:
+        """The MCPL capability paths granted now (empty without MCPL or before the
+        receipt of the grant)."""
+        return self._mcpl.grant.granted if self._mcpl is not None else frozenset()
+
+    async def set_mcpl_grants(self, grants: Iterable[str]) -> None:
+        """Change the MCPL grant patterns and send the new grant (``featureSets/update``),
+        returning once it is settled: what it takes away stops at once, what it adds
+        applies only when the server's receipt accepts it.
+
+        Raises ``ValueError`` when the connection was made without ``mcpl``.
+        """
+        if self._mcpl is None:
+            raise ValueError("this connection does not speak MCPL: pass mcpl=Mcpl(...)")
+        await self._mcpl.regrant(self._ready_epoch(), tuple(grants))
+
+    def _ready_epoch(self) -> Epoch | None:
+        """The transport to write on now; None between transports."""
+        epoch = self._epoch
+        if self._state is _State.CONNECTED and epoch is not None and epoch.open:
+            return epoch
+        return None
+
+    def _check_open(self) -> None:
+        if self._state is _State.NEW or self._state is _State.CLOSED or self._closing:
+            raise ConnectionClosed(
+                f"the connection is not open ({self._closed_reason})",
+                reason=self._closed_reason,
+                server=self.name,
+            )
+
+    # -- ending an epoch ---------------------------------------------------------------
+
+    def _end_epoch_soon(self, epoch: Epoch, reason: str) -> None:
+        """Mark the epoch over now (nothing more is written to it); shut it down in a task."""
+        if epoch.open:
+            self._mark_ended(epoch, reason)
+            self._spawn(self._end_epoch, epoch, reason)
+
+    def _mark_ended(self, epoch: Epoch, reason: str) -> None:
+        epoch.end(reason)
+        for scope in epoch.inbound.values():
+            scope.cancel()  # their answers could go nowhere
+        if epoch.handshake_step is None:
+            epoch.handshake_step = Failed(
+                TransportError(
+                    f"the transport closed during initialize ({reason})",
+                    reason=reason,
+                    server=self.name,
+                )
+            )
+            epoch.handshake_done.set()
+        renews = self._reconnect is not None or reason == "session-expired"
+        self._outbound.rebind(epoch, reconnecting=renews and not self._closing)
+
+    async def _end_epoch(self, epoch: Epoch, reason: str) -> None:
+        if epoch.open:
+            self._mark_ended(epoch, reason)
+        if epoch.ended.is_set():
+            return
+        with trio.CancelScope(shield=True):
+            await epoch.transport.aclose()
+        if not epoch.ended.is_set():
+            epoch.ended.set()
+            epoch.log.info("disconnected", reason=epoch.end_reason)
+            if epoch.connected:
+                self._emit(Disconnected(epoch.epoch_number, epoch.end_reason or reason))
+
+    # -- small helpers -----------------------------------------------------------------
+
+    def _spawn(self, fn: Any, *args: Any) -> None:
+        nursery = self._nursery
+        if nursery is not None:
+            nursery.start_soon(fn, *args)
+
+    def _emit(self, event: Event) -> None:
+        if self._on_event is None:
+            return
+        try:
+            self._on_event(event)
+        except Exception:
+            self._log.exception("event callback failed", kind=type(event).__name__)
+
+    def _on_stderr(self, line: str) -> None:
+        self._emit(StderrLine(line))
+
+    # -- what a subclass adds ----------------------------------------------------------
+
+    def _on_notification(self, method: str, params: Raw | None) -> None:
+        """A server notification the request machinery does not consume itself
+        (cancellation and progress are)."""
+        self._emit(ServerNotification(method, params))
+
+    def _transport_replaced(self) -> None:
+        """A new transport is up after a reconnect: it may reach a changed server."""
+
+
+async def _ping(_request: ServerRequest) -> Any:
+    return {}

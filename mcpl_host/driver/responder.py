@@ -1,0 +1,129 @@
+"""Answering the server's requests: exactly once, and only where the request came from.
+
+A :class:`Responder` is bound to the transport epoch its request was read on. If that
+transport has closed by the time the answer is ready, the answer is not written
+anywhere (never to a newer transport): one log line names the request that went
+unanswered and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeAlias, TypeVar
+
+import msgspec
+from msgspec import UNSET, Raw
+
+from .._log import get_logger
+from ..protocol.envelope import RequestId
+from ..protocol.errors import INTERNAL_ERROR
+from ..protocol.messages import ErrorAnswer, ResultAnswer, error_answer
+
+__all__ = ["Handler", "Responder", "ServerRequest"]
+
+_log = get_logger("mcpl_host.responder")
+_ENCODER = msgspec.json.Encoder()
+T = TypeVar("T")
+
+
+class AnswerSink(Protocol):
+    """Where a responder's answer goes: a transport epoch, or a slot of a batch answer."""
+
+    epoch_number: int
+
+    async def deliver(self, answer: ResultAnswer | ErrorAnswer, responder: Responder) -> bool:
+        """Write (or collect) the answer; False when it could not be sent."""
+        ...
+
+    def withdraw(self, responder: Responder) -> None:
+        """The request was cancelled by the server: no answer will come."""
+        ...
+
+
+class Responder:
+    """Answers one server request exactly once."""
+
+    __slots__ = ("_sink", "answered", "id", "method")
+
+    def __init__(self, sink: AnswerSink, request_id: RequestId, method: str) -> None:
+        self._sink = sink
+        self.id = request_id
+        self.method = method
+        self.answered = False
+
+    @property
+    def epoch(self) -> int:
+        return self._sink.epoch_number
+
+    async def respond(self, result: Any) -> bool:
+        """Answer with ``result``. Returns False when nothing was sent (already answered,
+        or the request's transport has closed). A result JSON cannot carry is answered
+        with one -32603 instead."""
+        if self._refuse_second():
+            return False
+        try:
+            body = _ENCODER.encode(result)
+        except (TypeError, ValueError, msgspec.EncodeError) as exc:
+            _log.error(
+                "handler result not encodable",
+                request_id=self.id,
+                method=self.method,
+                error=type(exc).__name__,
+            )
+            answer: ResultAnswer | ErrorAnswer = error_answer(
+                self.id, INTERNAL_ERROR, "Internal error: the host's result could not be encoded"
+            )
+        else:
+            answer = ResultAnswer(id=self.id, result=Raw(body))
+        return await self._sink.deliver(answer, self)
+
+    async def error(self, code: int, message: str, data: Any = UNSET) -> bool:
+        """Answer with a JSON-RPC error. Returns False when nothing was sent."""
+        if self._refuse_second():
+            return False
+        try:
+            _ENCODER.encode(data)
+        except (TypeError, ValueError, msgspec.EncodeError):
+            data = UNSET  # the code and message still go out
+        return await self._sink.deliver(error_answer(self.id, code, message, data), self)
+
+    def withdraw(self) -> None:
+        """No answer will be sent (the server cancelled the request)."""
+        if not self.answered:
+            self.answered = True
+            self._sink.withdraw(self)
+
+    def _refuse_second(self) -> bool:
+        if self.answered:
+            _log.warning("second answer refused", request_id=self.id, method=self.method)
+            return True
+        self.answered = True
+        return False
+
+
+class ServerRequest:
+    """A request from the server, as a handler receives it."""
+
+    __slots__ = ("id", "method", "params", "responder")
+
+    def __init__(
+        self, method: str, request_id: RequestId, params: Raw | None, responder: Responder
+    ) -> None:
+        self.method = method
+        self.id = request_id
+        self.params = params
+        self.responder = responder
+
+    def decode_params(self, type_: type[T]) -> T:
+        """``params`` decoded as ``type_`` (absent params decode as ``{}``).
+
+        Raises ``msgspec.ValidationError`` when they do not fit; the connection answers
+        that with -32602.
+        """
+        return msgspec.json.decode(self.params if self.params is not None else b"{}", type=type_)
+
+
+Handler: TypeAlias = Callable[[ServerRequest], Awaitable[Any]]
+"""A server-request handler: its return value is the result, unless it has already
+answered through ``request.responder``. Raising :class:`~mcpl_host.RequestError` answers
+with that error; any other exception answers -32603."""
