@@ -206,3 +206,53 @@ async def test_header_values_never_reach_the_logs() -> None:
         assert server.posted("initialize")[0].headers["authorization"] == f"Bearer {CANARY}"
     assert logs
     assert CANARY not in repr(logs)
+
+
+def host_answers(server: ScriptedHttpServer) -> list[Any]:
+    """What the host POSTed that is not a request or notification: its answers."""
+    return [
+        s.body
+        for s in list(server.seen)
+        if s.method == "POST" and (isinstance(s.body, list) or "method" not in s.body)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("version", "pushed", "expected"),
+    [
+        (
+            "2025-11-25",
+            {"jsonrpc": "2.0", "id": None, "method": "ping"},
+            {"id": None, "result": {}},
+        ),
+        ("2025-11-25", {"jsonrpc": "2.0", "id": "p", "method": "ping"}, {"id": "p", "result": {}}),
+        # A batch is judged by the revision: answered as one array on 2025-03-26 ...
+        ("2025-03-26", [{"jsonrpc": "2.0", "id": 7, "method": "ping"}], [{"id": 7, "result": {}}]),
+        # ... refused whole on 2025-11-25.
+        (
+            "2025-11-25",
+            [{"jsonrpc": "2.0", "id": 7, "method": "ping"}],
+            {"id": None, "code": -32600},
+        ),
+    ],
+)
+async def test_a_message_on_the_get_stream_as_it_opens_meets_the_negotiated_revision(
+    version: str, pushed: Any, expected: Any
+) -> None:
+    def answer(message: Any, session: str | None) -> Any:
+        return None  # notifications and the host's answers: 202
+
+    def shape(body: Any) -> Any:
+        if isinstance(body, list):
+            return [shape(entry) for entry in body]
+        if "error" in body:
+            return {"id": body["id"], "code": body["error"]["code"]}
+        return {"id": body["id"], "result": body["result"]}
+
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10):
+        server.version = version
+        server.get_streams.put(pushed)  # written the moment the GET stream opens
+        async with Connection(HttpTarget(server.url)):
+            while not host_answers(server):
+                await trio.sleep(0.01)
+        assert [shape(body) for body in host_answers(server)] == [expected]
