@@ -327,7 +327,7 @@ class Driver(OwnsNursery):
             await self._end_epoch(epoch, epoch.end_reason or "initialize-failed")
             step.error.server = self.name
             raise step.error
-        epoch.connected = True
+        epoch.connected_at = trio.current_time()
         self.initialize_result = step.result
         if self._mcpl is not None:
             self._mcpl.start(epoch)
@@ -371,6 +371,7 @@ class Driver(OwnsNursery):
 
     async def _supervise(self) -> None:
         """Wait for each transport to end; replace it (with a policy) or finish."""
+        failed = 0  # attempts that failed since the last connection that proved stable
         while True:
             epoch = self._epoch
             assert epoch is not None
@@ -384,10 +385,13 @@ class Driver(OwnsNursery):
             if policy is None:
                 self._finish(epoch.end_reason or "closed")
                 return
+            assert epoch.connected_at is not None  # only a connected epoch is supervised
+            lived = trio.current_time() - epoch.connected_at
+            failed = failed + 1 if lived < policy.stable else 0
             self._state = _State.RECONNECTING
             try:
                 with trio.CancelScope() as self._reconnect_scope:
-                    new = await self._reconnect_once(policy)
+                    new, failed = await self._reconnect_once(policy, failed)
             except McplHostError as exc:
                 self._log.warning("reconnect failed", error=self.redactor.log_value(str(exc)))
                 self._finish("reconnect-failed", cause=exc)
@@ -407,17 +411,31 @@ class Driver(OwnsNursery):
             )
             self._outbound.resend(new)
 
-    async def _reconnect_once(self, policy: Reconnect) -> Epoch | None:
-        """Connect+handshake under the policy's backoff; None when cancelled by close().
+    async def _reconnect_once(self, policy: Reconnect, failed: int) -> tuple[Epoch | None, int]:
+        """Connect+handshake under the policy's backoff, going on from ``failed`` attempts
+        that already failed; return the new epoch (None when cancelled by close()) and
+        the attempts that failed before it.
 
         Raises the last error when the error is permanent or the attempts run out.
         """
-        self._emit(Reconnecting(1, 0.0))
-        retrying = policy.retrying(lambda attempt, delay: self._emit(Reconnecting(attempt, delay)))
+        if policy.max_attempts is not None and failed >= policy.max_attempts:
+            raise TransportError(
+                f"the server ended {failed} connections in a row within "
+                f"{policy.stable:g} s of their handshake",
+                reason="unstable",
+                server=self.name,
+            )
+        delay = policy.delay(failed + 1)
+        self._emit(Reconnecting(failed + 1, delay))
+        await trio.sleep(delay)
+        retrying = policy.retrying(
+            lambda attempt, delay: self._emit(Reconnecting(attempt, delay)), failed_before=failed
+        )
         async for attempt in retrying:
             with attempt:
-                return await self._open_epoch(trio.current_time())
-        return None  # pragma: no cover - tenacity either returns or raises
+                epoch = await self._open_epoch(trio.current_time())
+                return epoch, failed + attempt.retry_state.attempt_number - 1
+        return None, failed  # pragma: no cover - tenacity either returns or raises
 
     def _finish(self, reason: str, cause: McplHostError | None = None) -> None:
         """The connection is over for good: every request still waiting fails."""
@@ -619,7 +637,7 @@ class Driver(OwnsNursery):
         if not epoch.ended.is_set():
             epoch.ended.set()
             epoch.log.info("disconnected", reason=epoch.end_reason)
-            if epoch.connected:
+            if epoch.connected_at is not None:
                 self._emit(Disconnected(epoch.epoch_number, epoch.end_reason or reason))
 
     # -- small helpers -----------------------------------------------------------------

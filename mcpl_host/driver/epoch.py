@@ -75,7 +75,8 @@ class Epoch:
         self.handshake: Handshake | None = None
         self.handshake_step: Established | Failed | None = None
         self.handshake_done = trio.Event()
-        self.connected = False  # the handshake finished: Connected or Reconnected was due
+        # When the handshake finished (Connected or Reconnected was due); None before.
+        self.connected_at: float | None = None
         self.open = True
         self.end_reason: str | None = None
         self.ended = trio.Event()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 from functools import partial
 from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from structlog.testing import capture_logs
 
 from mcpl_host import (
@@ -30,7 +32,8 @@ from mcpl_host.events import (
 
 from .peer import Peer, PeerSupply
 
-NO_JITTER = Reconnect(initial=1.0, maximum=8.0, multiplier=2.0, jitter=0.0)
+# stable=0: these tests lose connections at once on purpose; the quick-death rule has its own.
+NO_JITTER = Reconnect(initial=1.0, maximum=8.0, multiplier=2.0, jitter=0.0, stable=0)
 
 
 def _connection(supply: PeerSupply, events: list[Event], **kwargs: Any) -> Connection:
@@ -159,7 +162,7 @@ async def test_a_waiting_request_times_out_without_a_cancel_notice(
 ) -> None:
     events: list[Event] = []
     supply = PeerSupply()
-    conn = _connection(supply, events, reconnect=Reconnect(initial=100, jitter=0))
+    conn = _connection(supply, events, reconnect=Reconnect(initial=100, jitter=0, stable=0))
     with trio.fail_after(600):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(supply.handshake_next)
@@ -184,7 +187,9 @@ async def test_backoff_grows_to_the_cap_and_attempts_run_out(
 ) -> None:
     events: list[Event] = []
     supply = PeerSupply()
-    policy = Reconnect(initial=1.0, maximum=4.0, multiplier=2.0, jitter=0.0, max_attempts=5)
+    policy = Reconnect(
+        initial=1.0, maximum=4.0, multiplier=2.0, jitter=0.0, max_attempts=5, stable=0
+    )
     conn = _connection(supply, events, reconnect=policy)
     with trio.fail_after(600):
         async with trio.open_nursery() as nursery:
@@ -250,7 +255,7 @@ async def test_version_error_on_reconnect_is_permanent(autojump_clock: trio.abc.
 async def test_close_stops_a_reconnect_in_progress(autojump_clock: trio.abc.Clock) -> None:
     events: list[Event] = []
     supply = PeerSupply()
-    conn = _connection(supply, events, reconnect=Reconnect(initial=1000, jitter=0))
+    conn = _connection(supply, events, reconnect=Reconnect(initial=1000, jitter=0, stable=0))
     with trio.fail_after(600):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(supply.handshake_next)
@@ -363,3 +368,46 @@ def test_bad_policy_is_a_configuration_error() -> None:
         Reconnect(initial=-1)
     with pytest.raises(ConfigurationError):
         Reconnect(max_attempts=0)
+
+
+async def test_a_connection_that_dies_quickly_counts_as_a_failed_attempt(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Connections that end within ``stable`` seconds of their handshake carry the count
+    on: the waits grow and ``max_attempts`` ends it; one that lives ``stable`` seconds
+    starts afresh (attempt 1, at once)."""
+    events: list[Event] = []
+    supply = PeerSupply()
+    policy = Reconnect(initial=1.0, multiplier=2.0, jitter=0.0, max_attempts=4, stable=5.0)
+    conn = _connection(supply, events, reconnect=policy)
+    handshakes: list[float] = []
+
+    async def server(lives: float) -> None:
+        peer = await supply.next_peer()
+        await peer.handshake()
+        handshakes.append(trio.current_time())
+        await trio.sleep(lives)
+        await peer.stream.aclose()
+
+    with trio.fail_after(600):
+        async with trio.open_nursery() as nursery:
+            for lives in (0.1, 6.0, 0.1, 0.1, 0.1, 0.1):
+                nursery.start_soon(server, lives)
+                await trio.testing.wait_all_tasks_blocked()
+            async with conn:
+                while not any(isinstance(e, Closed) for e in events):
+                    await trio.sleep(1)
+            nursery.cancel_scope.cancel()
+    attempts = [(e.attempt, e.delay) for e in events if isinstance(e, Reconnecting)]
+    # the first dies quickly (attempt 2, after 1 s); the second lives 6 s (afresh:
+    # attempt 1 at once); then three quick deaths: attempts 2, 3, 4, and the fourth quick
+    # death leaves none.
+    assert attempts == [(2, 1.0), (1, 0.0), (2, 1.0), (3, 2.0), (4, 4.0)]
+    assert supply.attempts == 6
+    gaps = [round(b - a, 3) for a, b in itertools.pairwise(handshakes)]
+    assert gaps == [1.1, 6.0, 1.1, 2.1, 4.1]
+    closed = events[-1]
+    assert isinstance(closed, Closed)
+    assert closed.reason == "reconnect-failed"
+    assert isinstance(closed.error, TransportError)
+    assert closed.error.reason == "unstable"

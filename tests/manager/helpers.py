@@ -11,7 +11,8 @@ from mcpl_host.manager import ConnectionManager, ServerState, ServerStatus
 from mcpl_host.testing import Script
 
 # Whole seconds and no jitter, so that the autojump clock's times can be asserted.
-POLICY = Reconnect(initial=1.0, maximum=8.0, multiplier=2.0, jitter=0.0)
+# stable=0: servers here crash at once on purpose (the quick-death rule has its own tests).
+POLICY = Reconnect(initial=1.0, maximum=8.0, multiplier=2.0, jitter=0.0, stable=0)
 
 
 def tool(name: str, **extra: Any) -> dict[str, Any]:

@@ -162,7 +162,7 @@ async def test_the_first_connect_is_retried_until_the_server_accepts(
 async def test_the_first_connect_gives_up_after_max_attempts(
     autojump_clock: trio.abc.Clock,
 ) -> None:
-    policy = Reconnect(initial=1.0, jitter=0.0, max_attempts=2)
+    policy = Reconnect(initial=1.0, jitter=0.0, max_attempts=2, stable=0)
     with trio.fail_after(60):
         async with (
             serve(Script().refuse_connections(5).handshake()) as server,

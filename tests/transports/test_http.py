@@ -13,6 +13,7 @@ import trio
 from structlog.testing import capture_logs
 
 from mcpl_host import (
+    Closed,
     Connection,
     ConnectionClosed,
     Disconnected,
@@ -256,3 +257,24 @@ async def test_a_message_on_the_get_stream_as_it_opens_meets_the_negotiated_revi
             while not host_answers(server):
                 await trio.sleep(0.01)
         assert [shape(body) for body in host_answers(server)] == [expected]
+
+
+async def test_a_session_refused_at_every_initialized_is_renewed_a_bounded_number_of_times() -> (
+    None
+):
+    def answer(message: Any, session: str | None) -> Any:
+        if message.get("method") == "notifications/initialized":
+            return 404  # the server forgets every session at once
+        return None
+
+    events: list[object] = []
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10):
+        async with Connection(HttpTarget(server.url), on_event=events.append):
+            while not any(isinstance(e, Closed) for e in events):
+                await trio.sleep(0.01)
+        # Each renewed session died at once: three sessions (the renewal's attempts),
+        # then the connection closed, where it used to renew without end.
+        assert server.initializes == 3
+    closed = events[-1]
+    assert isinstance(closed, Closed)
+    assert closed.reason == "reconnect-failed"
