@@ -121,6 +121,9 @@ def test_a_crlf_cut_between_two_chunks_is_one_line_end() -> None:
     # alone and "b" as a second event.
     events, _ = decode([b"data: a\r", b"\ndata: b\r", b"\n\r", b"\n"])
     assert events == [SseEvent(data="a\nb")]
+    # An empty chunk between the CR and the LF changes nothing.
+    events, _ = decode([b"data: a\r", b"", b"\ndata: b\r\n\r\n"])
+    assert events == [SseEvent(data="a\nb")]
     # A CR at the end of a chunk and a CR at the start of the next: two line ends.
     events, _ = decode([b"data: a\r", b"\rdata: b\n\n"])
     assert events == [SseEvent(data="a"), SseEvent(data="b")]
