@@ -20,7 +20,7 @@ file and the key, never a header value or a token. Other keys clients add (``typ
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -121,7 +121,7 @@ def _server(name: str, entry: Any, source: str) -> ServerConfig:
     try:
         target = StdioTarget.of([command, *args], cwd=cwd, env=env)
     except ConfigurationError as exc:
-        redactor = Redactor.from_config(env=env, args=args)
+        redactor = Redactor.from_config(env={**env, **_pasted(env, "=")}, args=args)
         raise ConfigurationError(f"{where}: {redactor.log_value(exc.message)}") from None
     return ServerConfig(name, target, at, disabled=disabled)
 
@@ -136,9 +136,23 @@ def _headers(entry: dict[str, Any], where: str) -> Mapping[str, str]:
     return headers
 
 
-def _refused(exc: ConfigurationError, where: str, url: str, secrets: list[str]) -> NoReturn:
-    redactor = Redactor.from_config(headers={}, urls=[url])
-    masked = Redactor([*redactor.secrets, *secrets]).log_value(exc.message)
+def _pasted(names: Iterable[str], separator: str) -> dict[str, str]:
+    """The values written into names (``TOKEN=x`` as an env name, a whole ``Name: value``
+    header line as a header name), by the name before them: an error about a bad name
+    shows the name, so what was pasted into it is masked as a value would be."""
+    pasted: dict[str, str] = {}
+    for name in names:
+        before, found, value = name.partition(separator)
+        if found:
+            pasted[before.strip()] = value.strip()
+    return pasted
+
+
+def _refused(
+    exc: ConfigurationError, where: str, url: str, headers: Mapping[str, str], secrets: list[str]
+) -> NoReturn:
+    redactor = Redactor.from_config(headers=_pasted(headers, ":"), urls=[url])
+    masked = Redactor([*redactor.secrets, *headers.values(), *secrets]).log_value(exc.message)
     raise ConfigurationError(f"{where}: {masked}") from None
 
 
@@ -150,7 +164,7 @@ def _websocket(entry: dict[str, Any], url: str, where: str) -> WebSocketTarget:
     try:
         return WebSocketTarget(url, token=token, headers=headers)
     except ConfigurationError as exc:
-        _refused(exc, where, url, [*headers.values(), *([token] if token else [])])
+        _refused(exc, where, url, headers, [token] if token else [])
 
 
 def _http(entry: dict[str, Any], url: str, where: str) -> HttpTarget:
@@ -158,4 +172,4 @@ def _http(entry: dict[str, Any], url: str, where: str) -> HttpTarget:
     try:
         return HttpTarget(url, headers=headers)
     except ConfigurationError as exc:
-        _refused(exc, where, url, list(headers.values()))
+        _refused(exc, where, url, headers, [])

@@ -55,6 +55,8 @@ class SseDecoder:
         self.dropped = 0
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
+        if not chunk:
+            return []  # nothing read: a CR just before still waits for its LF
         events: list[SseEvent] = []
         if self._after_cr and chunk.startswith(b"\n"):
             chunk = chunk[1:]  # the LF of a CRLF cut between two chunks

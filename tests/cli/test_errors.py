@@ -23,6 +23,30 @@ def test_a_server_that_exits_at_once_is_transport_closed(tmp_path: Path) -> None
     assert report["stderr"] == ["no config found"]  # why it quit, kept for the report
 
 
+def test_the_stderr_tail_in_the_report_is_escaped_and_cut(tmp_path: Path) -> None:
+    argv = server(
+        tmp_path,
+        "noisy",
+        r"""
+        err = sys.stderr.buffer
+        err.write("\x1b[31mred\x1b[0m\u2028next\ttab\x7f\n".encode())
+        # 249 + 2 (a surrogate pair) UTF-16 units: past the 250 left before the cut mark
+        err.write(("a" * 249 + "\U0001F600" + "b" * 800 + "\n").encode())
+        err.flush()
+        sys.exit(3)
+        """,
+    )
+    report, done = run_json("connect", "--json", "--", *argv)
+    assert done.returncode == 1
+    assert report["error"]["kind"] == "transport-closed"
+    # Control, format and separator characters as \uXXXX text; cut at 256 UTF-16 units,
+    # the cut mark included, never inside the surrogate pair.
+    assert report["stderr"] == [
+        r"\u001b[31mred\u001b[0m\u2028next\u0009tab\u007f",
+        "a" * 249 + "…[cut]",
+    ]
+
+
 def test_an_initialize_error_carries_the_servers_code_and_data(tmp_path: Path) -> None:
     argv = server(
         tmp_path,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,13 +100,43 @@ def test_a_missing_file_is_named(tmp_path: Path) -> None:
         load_config(tmp_path / "missing.json")
 
 
-def test_errors_never_repeat_a_secret(tmp_path: Path) -> None:
-    path = _write(
-        tmp_path,
-        '{"mcpServers": {"a": {"command": "x", "args": ["--token=' + CANARY + '", "a\\u0000b"],'
-        ' "env": {"API_KEY": "' + CANARY + '"}}}}',
-    )
+@pytest.mark.parametrize(
+    ("entry", "shown"),
+    [
+        # The key configured, and pasted whole into a name too: the error shows the name.
+        (
+            {
+                "command": "x",
+                "args": ["--token=" + CANARY],
+                "env": {"API_KEY": CANARY, "API_KEY=" + CANARY: ""},
+            },
+            "invalid environment variable name 'API_KEY=***'",
+        ),
+        (
+            {
+                "url": "wss://example.test/mcp",
+                "token": CANARY,
+                "headers": {"X-Token: " + CANARY: "x"},
+            },
+            "invalid WebSocket header name 'X-Token: ***'",
+        ),
+        # Only pasted into a name (NAME=VALUE, or a whole "Name: value" header line).
+        (
+            {"command": "x", "env": {"GITHUB_TOKEN=" + CANARY: ""}},
+            "invalid environment variable name 'GITHUB_TOKEN=***'",
+        ),
+        (
+            {"url": "https://example.test/mcp", "headers": {"Authorization: Bearer " + CANARY: ""}},
+            "invalid HTTP header name 'Authorization: ***'",
+        ),
+    ],
+)
+def test_an_error_that_shows_a_configured_name_masks_the_secret_in_it(
+    tmp_path: Path, entry: dict[str, Any], shown: str
+) -> None:
+    path = _write(tmp_path, json.dumps({"mcpServers": {"a": entry}}))
     with pytest.raises(ConfigurationError) as info:
         load_config(path)
-    assert "NUL" in str(info.value)
+    assert f"{path}: key 'mcpServers.a'" in str(info.value)
+    assert shown in str(info.value)
     assert CANARY not in str(info.value)

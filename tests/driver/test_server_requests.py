@@ -133,6 +133,29 @@ async def test_handler_that_answers_then_fails_sends_one_answer() -> None:
     assert any("no second answer" in e["event"] for e in logs)
 
 
+async def test_a_second_answer_through_the_responder_is_refused_and_never_written() -> None:
+    returned: list[bool] = []
+
+    async def answers_three_times(request: ServerRequest) -> Any:
+        returned.append(await request.responder.respond({"n": 1}))
+        returned.append(await request.responder.respond({"n": 2}))
+        returned.append(await request.responder.error(-32000, "and an error"))
+        return {"n": 3}  # the handler's result: already answered, so not sent either
+
+    with capture_logs() as logs, trio.fail_after(5):
+        async with connected(handlers={"a/x": answers_three_times}) as (_conn, peer, _nursery):
+            await peer.send(b'{"jsonrpc":"2.0","id":1,"method":"a/x"}')
+            assert await peer.recv_line() == b'{"jsonrpc":"2.0","id":1,"result":{"n":1}}'
+            await peer.send(b'{"jsonrpc":"2.0","id":2,"method":"ping"}')
+            # The next line is the ping's answer: nothing more was written for id 1.
+            assert await peer.recv_line() == b'{"jsonrpc":"2.0","id":2,"result":{}}'
+    assert returned == [True, False, False]
+    assert [e["event"] for e in logs if e["event"] == "second answer refused"] == [
+        "second answer refused",
+        "second answer refused",
+    ]
+
+
 async def test_slow_handler_does_not_hold_up_others_and_cancel_stops_it() -> None:
     release = trio.Event()
     cancelled = trio.Event()

@@ -103,6 +103,44 @@ def test_cancelling_the_asyncio_task_sends_notifications_cancelled(
     run(main)
 
 
+def test_a_cancelled_call_is_announced_before_the_tasks_next_step(
+    recorder: tuple[StdioTarget, Path],
+) -> None:
+    """The cancelled task's next call, and its leaving ``async with``, come after trio
+    has taken the cancellation: notifications/cancelled is on the wire before them.
+
+    Deterministic: had the task gone on without waiting for trio, its cancellation and
+    its next call would reach trio together, the next call would be written first (the
+    notice is written by a task spawned only once the cancelled call has ended) and the
+    close could even overtake the notice."""
+    target, record = recorder
+
+    async def use() -> None:
+        async with aio.Connection(target) as conn:
+            try:
+                await conn.request("tools/call", {"name": "wait"})  # never answered
+            except asyncio.CancelledError:
+                await conn.notify("notifications/after")  # what this task does next
+                raise
+
+    async def main() -> None:
+        task = asyncio.ensure_future(use())
+        await asyncio.to_thread(wait_for_line, record, '"tools/call"')
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run(main)
+    # Closed, and the server gone: everything it was sent is in the record.
+    sent = [json.loads(x) for x in record.read_text().splitlines()]
+    call_id = next(m["id"] for m in sent if m.get("method") == "tools/call")
+    after_call = [(m["method"], m.get("params")) for m in sent[-2:]]
+    assert after_call == [
+        ("notifications/cancelled", {"requestId": call_id, "reason": "cancelled by the caller"}),
+        ("notifications/after", None),
+    ]
+
+
 def test_a_crashed_server_is_the_typed_error_and_nothing_is_left() -> None:
     async def main() -> int:
         async with aio.Connection(DEMO) as conn:

@@ -18,7 +18,7 @@ from mcpl_host import (
     McplGrantChanged,
     Reconnect,
 )
-from mcpl_host.mcpl.types import InferenceRequest, PushEvent
+from mcpl_host.mcpl.types import InferenceRequest, ManifestChanged, PushEvent
 from mcpl_host.testing import Script, serve
 
 from ..driver.peer import Peer, PeerSupply, memory_connection
@@ -302,6 +302,49 @@ async def test_planes_are_held_across_a_reconnect_and_released_against_the_new_g
             assert third_update["method"] == "featureSets/update"
             await conn.aclose()
     assert sorted(p.event_id for p in hooks.pushes) == ["e-2", "e-3", "e-5"]
+
+
+async def test_a_notification_held_on_a_transport_that_closes_is_dropped_not_handled(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """mcpl/manifestChanged needs no grant, so nothing but its transport's end keeps a
+    held one from its hook: the hold of that transport ends (its update fails) after the
+    transport has closed."""
+    revisions: list[str | None] = []
+
+    async def manifest_changed(params: msgspec.Struct, _context: McplContext) -> Any:
+        assert isinstance(params, ManifestChanged)
+        revisions.append(params.revision)
+
+    events: list[Event] = []
+    supply = PeerSupply()
+    config = Mcpl(grants=("pushEvents",), hooks={"mcpl/manifestChanged": manifest_changed})
+    conn = Connection(supply.factory, reconnect=Reconnect(), mcpl=config, on_event=events.append)
+    changed = {"jsonrpc": "2.0", "method": "mcpl/manifestChanged"}
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(conn.run)
+            first = await supply.next_peer()
+            await accept(first, await mcpl_handshake(first))
+            await grant_settled(events)
+            await first.stream.aclose()
+
+            second = await supply.next_peer()
+            await mcpl_handshake(second)  # its update is never answered: all is held
+            await second.send(changed | {"params": {"revision": "held"}})
+            # Read in order: once the ping is answered the notification has been held.
+            await second.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
+            assert (await second.recv())["id"] == "p"
+            await second.stream.aclose()
+
+            third = await supply.next_peer()
+            await accept(third, await mcpl_handshake(third))
+            await third.send(changed | {"params": {"revision": "live"}})
+            while not revisions:  # the hook runs: this one came on a live transport
+                await trio.sleep(0.01)
+            await trio.sleep(1)
+            await conn.aclose()
+    assert revisions == ["live"]
 
 
 async def test_the_grant_through_the_harness_with_a_real_subprocess() -> None:

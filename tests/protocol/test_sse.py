@@ -62,6 +62,73 @@ def test_any_chunking_gives_the_same_events(cuts: list[int]) -> None:
     assert decoder.retry_ms == 500
 
 
+LINE_ENDS = (b"\r\n", b"\n", b"\r")
+# A field's value: any text but a line end (and NUL, which voids an id).
+VALUES = st.text(
+    st.characters(blacklist_characters="\r\n\0", blacklist_categories=("Cs",)), max_size=6
+)
+
+
+@st.composite
+def streams(draw: st.DrawFn) -> tuple[bytes, list[SseEvent], int | None]:
+    """A stream of events whose lines end in CRLF, LF or CR, each drawn per line; the
+    events it must decode to, and its last retry."""
+    lines: list[bytes] = []
+    expected: list[SseEvent] = []
+    last_id: str | None = None
+    retry: int | None = None
+    for _ in range(draw(st.integers(min_value=1, max_value=4))):
+        event_id = draw(st.none() | VALUES)
+        if event_id is not None:
+            lines.append(b"id: " + event_id.encode())
+            last_id = event_id
+        if draw(st.booleans()):
+            retry = draw(st.integers(min_value=0, max_value=99999))
+            lines.append(b"retry: %d" % retry)
+        data = draw(st.lists(VALUES, min_size=1, max_size=4))
+        lines += [b"data: " + value.encode() for value in data]
+        lines.append(b"")  # the blank line that dispatches
+        expected.append(SseEvent("\n".join(data), id=last_id))
+    stream = bytearray()
+    for line in lines:
+        end = draw(st.sampled_from(LINE_ENDS))
+        if not line and end == b"\n" and stream.endswith(b"\r"):
+            end = b"\r\n"  # a CR then an LF is one line end (CRLF), not two
+        stream += line + end
+    return bytes(stream), expected, retry
+
+
+def cut(stream: bytes, cuts: list[int]) -> list[bytes]:
+    edges = [0, *sorted(cuts), len(stream)]
+    return [stream[a:b] for a, b in itertools.pairwise(edges)]
+
+
+@given(streams(), st.lists(st.integers(min_value=0, max_value=1 << 16), max_size=20), st.booleans())
+def test_any_line_ends_cut_anywhere_give_the_same_events(
+    sample: tuple[bytes, list[SseEvent], int | None], cuts: list[int], cut_every_crlf: bool
+) -> None:
+    stream, expected, retry = sample
+    cuts = [c % (len(stream) + 1) for c in cuts]
+    if cut_every_crlf:  # the chunk boundary between a CR and its LF, every time
+        cuts += [i + 1 for i in range(len(stream) - 1) if stream[i : i + 2] == b"\r\n"]
+    events, decoder = decode(cut(stream, cuts))
+    assert events == expected
+    assert decoder.retry_ms == retry
+
+
+def test_a_crlf_cut_between_two_chunks_is_one_line_end() -> None:
+    # Between data lines: read as two line ends, the blank line would dispatch "a"
+    # alone and "b" as a second event.
+    events, _ = decode([b"data: a\r", b"\ndata: b\r", b"\n\r", b"\n"])
+    assert events == [SseEvent(data="a\nb")]
+    # An empty chunk between the CR and the LF changes nothing.
+    events, _ = decode([b"data: a\r", b"", b"\ndata: b\r\n\r\n"])
+    assert events == [SseEvent(data="a\nb")]
+    # A CR at the end of a chunk and a CR at the start of the next: two line ends.
+    events, _ = decode([b"data: a\r", b"\rdata: b\n\n"])
+    assert events == [SseEvent(data="a"), SseEvent(data="b")]
+
+
 def test_byte_by_byte() -> None:
     events, _ = decode([STREAM[i : i + 1] for i in range(len(STREAM))])
     assert events == EXPECTED

@@ -164,7 +164,10 @@ class ScriptedHttpServer:
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._http.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._http.server_address[1]}/mcp"
-        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+        # shutdown() waits for serve_forever's next poll: a short one keeps tests quick.
+        self._thread = threading.Thread(
+            target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     def __enter__(self) -> ScriptedHttpServer:
         self._thread.start()
