@@ -201,7 +201,7 @@ class Handshake:
                     f"the initialize result is malformed: {self._redactor.log_value(str(exc))}"
                 )
             )
-        chosen = negotiate(self.allowlist, result.protocol_version)
+        chosen = negotiate(self.allowlist, result.protocol_version, self._redactor.log_value)
         if isinstance(chosen, VersionError):
             return self._fail(chosen)
         self.state = HandshakeState.ESTABLISHED

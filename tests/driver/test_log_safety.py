@@ -17,6 +17,7 @@ import structlog
 import trio
 from structlog.testing import capture_logs
 
+from mcpl_host import Event, Mcpl, McplGrantChanged, ServerRequest
 from mcpl_host.protocol.redact import (
     CUT_MARK,
     LOG_VALUE_LIMIT,
@@ -25,6 +26,7 @@ from mcpl_host.protocol.redact import (
     utf16_len,
 )
 
+from .conftest import connected
 from .peer import Peer, memory_connection
 
 # A terminal escape (clear the screen, retitle the window), a bell and a Unicode line
@@ -194,3 +196,73 @@ async def test_an_embedders_own_structlog_never_sees_the_raw_text(text: str) -> 
     assert LONG[:300] not in written
     # one event, one line: nothing the peer sent ended a line or began another
     assert written.splitlines() == written.split("\n")[:-1]
+
+
+async def test_a_server_requests_id_is_safe_in_the_responders_events() -> None:
+    hostile = f"{HOSTILE}/{TOKEN}"
+    masked = log_value(HOSTILE) + "/" + REDACTION_MARK
+    started = trio.Event()
+
+    async def crash(_request: ServerRequest) -> Any:
+        raise RuntimeError("a bug")
+
+    async def unencodable(_request: ServerRequest) -> Any:
+        return {"x": object()}
+
+    async def twice(request: ServerRequest) -> Any:
+        await request.responder.respond({})
+        await request.responder.respond({})  # refused
+
+    async def slow(_request: ServerRequest) -> Any:
+        started.set()
+        await trio.sleep_forever()
+
+    handlers = {"a/crash": crash, "a/bad": unencodable, "a/twice": twice, "a/slow": slow}
+    with capture_logs() as events, trio.fail_after(5):
+        async with connected(handlers=handlers, secrets=(TOKEN,)) as (_conn, peer, _nursery):
+            for method in ("a/crash", "a/bad", "a/twice"):
+                await peer.send(line(id=hostile, method=method))
+                assert (await peer.recv())["id"] == hostile
+            await peer.send(line(id=hostile, method="a/slow"))
+            await started.wait()
+            await peer.send(line(method="notifications/cancelled", params={"requestId": hostile}))
+            await peer.send(line(id="sync", method="ping"))
+            assert (await peer.recv())["id"] == "sync"
+    assert_safe(events, TOKEN)
+    shown = {e["event"]: e.get("request_id") for e in events if "request_id" in e}
+    assert shown == {
+        "handler failed": masked,
+        "handler result not encodable": masked,
+        "second answer refused": masked,
+        "server request cancelled": masked,
+    }
+
+
+async def test_advertised_capability_names_are_safe_in_the_grant_event() -> None:
+    granted = trio.Event()
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, McplGrantChanged):
+            granted.set()
+
+    tree = {"version": "0.5", HOSTILE: True, TOKEN: True, LONG: True}
+    conn, peer = memory_connection(mcpl=Mcpl(grants=("*",)), secrets=(TOKEN,), on_event=on_event)
+    with capture_logs() as events, trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(conn.run)
+            init = await peer.expect("initialize")
+            capabilities = {"experimental": {"mcpl": tree}}
+            await peer.send(
+                line(
+                    id=init["id"],
+                    result={"protocolVersion": "2025-11-25", "capabilities": capabilities},
+                )
+            )
+            await peer.expect("notifications/initialized")
+            update = await peer.expect("featureSets/update")
+            await peer.send(line(id=update["id"], result={"accepted": True}))
+            await granted.wait()
+            await conn.aclose()
+    assert_safe(events, TOKEN)
+    grant = next(e for e in events if e["event"] == "grant")
+    assert sorted(grant["granted"]) == sorted([ESCAPED, REDACTION_MARK, CUT])
