@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,6 +26,7 @@ from mcpl_host.protocol.redact import (
     utf16_len,
 )
 
+from ..logcheck import assert_safe, strings
 from .conftest import connected
 from .peer import Peer, memory_connection
 
@@ -85,29 +86,6 @@ async def run_hostile(text: str, **kwargs: Any) -> None:
             nursery.start_soon(server)
             async with conn:
                 await done.wait()
-
-
-def strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from strings(key)
-            yield from strings(item)
-    elif isinstance(value, (list, tuple, set, frozenset)):
-        for item in value:
-            yield from strings(item)
-
-
-def assert_safe(events: list[dict[str, Any]], *secrets: str) -> None:
-    """No string anywhere in any event holds a character the rule escapes, runs past
-    the cut, or shows a secret."""
-    for event in events:
-        for text in strings(event):
-            assert all(log_value(ch) == ch for ch in text), event
-            assert utf16_len(text) <= LOG_VALUE_LIMIT, event
-            for secret in secrets:
-                assert secret not in text, event
 
 
 def messages(events: list[dict[str, Any]], outcome: str) -> list[dict[str, Any]]:
