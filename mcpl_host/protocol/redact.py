@@ -197,7 +197,10 @@ class Redactor:
         Masking runs again on the escaped text: an escape such as ``\\u000a`` next to
         the peer's own characters could otherwise spell a secret.
         """
-        return self.redact(log_value(self.redact(text), limit))
+        masked = self.redact(text)
+        shown = log_value(masked, limit)
+        # Nothing escaped or cut (the common case): nothing new that could spell a secret.
+        return shown if shown is masked else self.redact(shown)
 
     def log_json(self, value: object, limit: int = LOG_VALUE_LIMIT) -> str:
         """A JSON value (an error member, say) as compact JSON text, made safe to log."""
@@ -221,10 +224,12 @@ class Redactor:
         return {name: self._field(value) for name, value in values.items()}
 
     def _field(self, value: object) -> object:
-        if isinstance(value, str):
+        if type(value) is str:  # the common case first: a method name
             return self.log_value(value)
         if value is None or isinstance(value, (bool, int, float)):
             return value
+        if isinstance(value, str):  # a str subclass: its plain text
+            return self.log_value(str(value))
         if isinstance(value, (list, tuple)):
             return [self._field(item) for item in value]
         return self.log_json(value)
