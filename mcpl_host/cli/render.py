@@ -207,7 +207,7 @@ def render_call(
     elif method == "resources/read":
         for item in result.get("contents") or []:
             if isinstance(item, dict):
-                mime = f" [{item['mimeType']}]" if item.get("mimeType") else ""
+                mime = f" [{w.safe(item['mimeType'], 64)}]" if item.get("mimeType") else ""
                 w.lines.append(style.bold(w.safe(item.get("uri", "?"), 400)) + mime)
                 _text_or_blob(w, item)
     else:

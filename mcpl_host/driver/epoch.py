@@ -246,8 +246,7 @@ class Epoch:
                 return True
         self.log.warning(
             "not answering request",
-            request_id=responder.id,
-            method=responder.method,
+            **responder.log_fields(),
             reason=reason or f"its transport (epoch {self.epoch_number}) has closed",
         )
         return False

@@ -205,13 +205,14 @@ class Inbound:
                 epoch.log.info(
                     "message",
                     direction="in",
-                    id=message.answer_id,
-                    method=message.method,
+                    **self.redactor.fields(id=message.answer_id, method=message.method),
                     outcome=Outcome.ANSWERED_INVALID,
                     reason=message.message,
                 )
                 if batch is None:  # a batch's invalid entries are already in its answer
-                    responder = Responder(epoch, message.answer_id, message.method or "")
+                    responder = Responder(
+                        epoch, message.answer_id, message.method or "", redactor=self.redactor
+                    )
                     self._spawn(responder.error, INVALID_REQUEST, message.message)
             case Ignored():
                 epoch.log.info(
@@ -227,7 +228,7 @@ class Inbound:
             (epoch.log.debug if known else epoch.log.warning)(
                 "message",
                 direction="in",
-                id=response.id if response.id is not None else response.id_kind,
+                **self.redactor.fields(id=_shown_id(response)),
                 outcome=Outcome.RESPONSE_UNMATCHED,
                 reason=known or "matches no pending request",
                 error=None if response.error is None else self.redactor.log_json(response.error),
@@ -255,7 +256,7 @@ class Inbound:
         self, epoch: Epoch, request: Request, batch: BatchAnswers | None, index: int
     ) -> None:
         sink = epoch if batch is None else BatchSlot(epoch, batch, index)
-        responder = Responder(sink, request.id, request.method)
+        responder = Responder(sink, request.id, request.method, redactor=self.redactor)
         if self.mcpl is not None and self.mcpl.takes(request.method):
             self.mcpl.on_request(epoch, request, responder)
             return
@@ -268,8 +269,7 @@ class Inbound:
             epoch.log.info(
                 "message",
                 direction="in",
-                id=request.id,
-                method=request.method,
+                **self.redactor.fields(id=request.id, method=request.method),
                 outcome=Outcome.DISPATCHED,
                 reason="method not found",
             )
@@ -285,8 +285,7 @@ class Inbound:
             epoch.log.warning(
                 "message",
                 direction="in",
-                id=request.id,
-                method=request.method,
+                **self.redactor.fields(id=request.id, method=request.method),
                 outcome=Outcome.DISPATCHED,
                 reason="too many server requests in flight",
             )
@@ -299,8 +298,7 @@ class Inbound:
         epoch.log.debug(
             "message",
             direction="in",
-            id=request.id,
-            method=request.method,
+            **self.redactor.fields(id=request.id, method=request.method),
             outcome=Outcome.DISPATCHED,
         )
         scope = trio.CancelScope()
@@ -342,8 +340,7 @@ class Inbound:
                 except Exception as exc:
                     epoch.log.error(  # noqa: TRY400 - a traceback could carry secrets
                         "handler failed",
-                        request_id=request.id,
-                        method=request.method,
+                        **responder.log_fields(),
                         error=self.redactor.log_value(repr(exc)),
                     )
                     await self._fail_request(
@@ -354,9 +351,7 @@ class Inbound:
                         await responder.respond(result)
             if scope.cancelled_caught:
                 responder.withdraw()
-                epoch.log.info(
-                    "server request cancelled", request_id=request.id, method=request.method
-                )
+                epoch.log.info("server request cancelled", **responder.log_fields())
         finally:
             epoch.inbound.pop(key, None)
 
@@ -365,15 +360,18 @@ class Inbound:
     ) -> None:
         if responder.answered:
             epoch.log.error(
-                "handler failed after answering; no second answer",
-                request_id=responder.id,
-                method=responder.method,
+                "handler failed after answering; no second answer", **responder.log_fields()
             )
             return
         await responder.error(code, message, data)
 
     def _on_notification(self, epoch: Epoch, note: Notification) -> None:
-        epoch.log.debug("message", direction="in", method=note.method, outcome=Outcome.DISPATCHED)
+        epoch.log.debug(
+            "message",
+            direction="in",
+            **self.redactor.fields(method=note.method),
+            outcome=Outcome.DISPATCHED,
+        )
         if note.method == "notifications/cancelled":
             request_id = _field(note.params, "requestId")
             scope = epoch.inbound.get(request_id) if isinstance(request_id, (str, int)) else None
@@ -409,13 +407,18 @@ class Inbound:
 
     def _describe(self, message: Classified | Batch) -> dict[str, Any]:
         if isinstance(message, (Request, Notification)):
-            return {"method": message.method}
+            return self.redactor.fields(method=message.method)
         if isinstance(message, Response):
-            info: dict[str, Any] = {"id": message.id if message.id is not None else message.id_kind}
+            info = self.redactor.fields(id=_shown_id(message))
             if message.error is not None:
                 info["error"] = self.redactor.log_json(message.error)
             return info
         return {}
+
+
+def _shown_id(response: Response) -> str | int:
+    """A response's id for a log event: the id, or what the wire carried instead."""
+    return response.id if response.id is not None else response.id_kind
 
 
 def _field(params: Raw | None, name: str) -> Any:

@@ -143,7 +143,12 @@ class McplSession:
         if isinstance(outcome, Stale):
             return
         if isinstance(outcome, Applied):
-            self._log.info("grant", granted=sorted(outcome.granted), degraded=outcome.degraded)
+            self._log.info(
+                "grant",
+                # Paths come from the server's tree: a wildcard grant admits any name.
+                **self._redactor.fields(granted=sorted(outcome.granted)),
+                degraded=outcome.degraded,
+            )
         elif isinstance(outcome, Refused):
             self._log.warning("grant refused", fallback=outcome.fallback)
         self._emit(McplGrantChanged(self.grant.granted, self.grant.state.value))

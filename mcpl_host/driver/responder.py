@@ -18,11 +18,13 @@ from .._log import get_logger
 from ..protocol.envelope import RequestId
 from ..protocol.errors import INTERNAL_ERROR
 from ..protocol.messages import ErrorAnswer, ResultAnswer, error_answer
+from ..protocol.redact import Redactor
 
 __all__ = ["Handler", "Responder", "ServerRequest"]
 
 _log = get_logger("mcpl_host.responder")
 _ENCODER = msgspec.json.Encoder()
+_PLAIN = Redactor()  # no secrets known: escape and cut only
 T = TypeVar("T")
 
 
@@ -43,13 +45,26 @@ class AnswerSink(Protocol):
 class Responder:
     """Answers one server request exactly once."""
 
-    __slots__ = ("_sink", "answered", "id", "method")
+    __slots__ = ("_redactor", "_sink", "answered", "id", "method")
 
-    def __init__(self, sink: AnswerSink, request_id: RequestId, method: str) -> None:
+    def __init__(
+        self,
+        sink: AnswerSink,
+        request_id: RequestId,
+        method: str,
+        *,
+        redactor: Redactor = _PLAIN,
+    ) -> None:
+        """``redactor`` is the connection's: the id and method are the peer's text."""
         self._sink = sink
         self.id = request_id
         self.method = method
         self.answered = False
+        self._redactor = redactor
+
+    def log_fields(self) -> dict[str, object]:
+        """The request's id and method for a log event, escaped, cut and redacted."""
+        return self._redactor.fields(request_id=self.id, method=self.method)
 
     @property
     def epoch(self) -> int:
@@ -65,10 +80,7 @@ class Responder:
             body = _ENCODER.encode(result)
         except (TypeError, ValueError, msgspec.EncodeError) as exc:
             _log.error(
-                "handler result not encodable",
-                request_id=self.id,
-                method=self.method,
-                error=type(exc).__name__,
+                "handler result not encodable", **self.log_fields(), error=type(exc).__name__
             )
             answer: ResultAnswer | ErrorAnswer = error_answer(
                 self.id, INTERNAL_ERROR, "Internal error: the host's result could not be encoded"
@@ -95,7 +107,7 @@ class Responder:
 
     def _refuse_second(self) -> bool:
         if self.answered:
-            _log.warning("second answer refused", request_id=self.id, method=self.method)
+            _log.warning("second answer refused", **self.log_fields())
             return True
         self.answered = True
         return False

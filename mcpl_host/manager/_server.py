@@ -27,6 +27,7 @@ from ..events import (
     Reconnecting,
 )
 from ..protocol.errors import ConfigurationError, ConnectionClosed, McplHostError
+from ..protocol.redact import Redactor
 from ..transports.targets import Target
 from .status import ServerState, ServerStatus
 
@@ -81,6 +82,9 @@ class ManagedServer:
         self._closing = False
         self._finished = trio.Event()
         self._log = _log.bind(server=name)
+        # An error can carry the server's text: logged through its connection's
+        # redactor (escape and cut only until a connection exists).
+        self._redactor = Redactor()
 
     # -- the supervisor task -------------------------------------------------------------
 
@@ -144,13 +148,14 @@ class ManagedServer:
         assert self._target is not None
         try:
             conn = self._make_connection(self.name, self._target, self._forward)
+            self._redactor = conn.redactor
             # Known before it starts: its Connected event makes the status "connected",
             # and whoever sees that status must find this connection.
             self.connection = conn
             await nursery.start(conn.run)
         except McplHostError as exc:
             self.connection = None
-            self._log.info("connect attempt failed", error=str(exc))
+            self._log.info("connect attempt failed", error=self._redactor.log_value(str(exc)))
             if not exc.permanent and not self._closing:
                 self._set("connecting", error=exc, failures=self.status.failures + 1)
             raise
@@ -209,7 +214,9 @@ class ManagedServer:
         self.status = new
         if state != old.state:
             if state == "failed" and new.error is not None:
-                self._log.warning("server state", state=state, error=str(new.error))
+                self._log.warning(
+                    "server state", state=state, error=self._redactor.log_value(str(new.error))
+                )
             else:
                 self._log.info("server state", state=state)
         if self._on_status is not None:

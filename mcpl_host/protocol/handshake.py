@@ -101,6 +101,7 @@ Step = Send | Skip | Established | Failed
 _RESULT: Final = msgspec.json.Decoder(InitializeResult)
 _ANY: Final = msgspec.json.Decoder()
 _EMPTY_RESULT: Final = msgspec.Raw(b"{}")
+_NAME_LIMIT: Final = 64
 
 
 class Handshake:
@@ -149,12 +150,14 @@ class Handshake:
                 return Send(encode(ResultAnswer(id=item.id, result=_EMPTY_RESULT)))
             case Request():
                 return Skip(
-                    f"request {item.method!r} before initialize completed (only ping is answered)",
+                    f"request {self._name(item.method)} before initialize completed "
+                    "(only ping is answered)",
                     Outcome.IGNORED,
                 )
             case Notification():
                 return Skip(
-                    f"notification {item.method!r} before initialize completed", Outcome.IGNORED
+                    f"notification {self._name(item.method)} before initialize completed",
+                    Outcome.IGNORED,
                 )
             case InvalidRequest():
                 return Skip(
@@ -173,11 +176,21 @@ class Handshake:
             return self._result(response.result)
         if response.names_no_request:
             return self._fail(self._server_error(response, request_id_present=False))
-        shown = response.id_kind if response.id is None else str(response.id)
-        return Skip(
-            f"a response to no request of the host (id: {self._redactor.log_value(shown)})",
-            Outcome.RESPONSE_UNMATCHED,
+        shown = (
+            self._name(response.id)
+            if isinstance(response.id, str)
+            else response.id_kind
+            if response.id is None
+            else str(response.id)
         )
+        return Skip(
+            f"a response to no request of the host (id: {shown})", Outcome.RESPONSE_UNMATCHED
+        )
+
+    def _name(self, text: str) -> str:
+        """A peer's method or id inside a reason: safe, and short, since the event's own
+        ``method`` or ``id`` field carries it whole (to the usual cut)."""
+        return f'"{self._redactor.log_value(text, _NAME_LIMIT)}"'
 
     def _result(self, raw: msgspec.Raw | None) -> Step:
         try:
@@ -188,7 +201,7 @@ class Handshake:
                     f"the initialize result is malformed: {self._redactor.log_value(str(exc))}"
                 )
             )
-        chosen = negotiate(self.allowlist, result.protocol_version)
+        chosen = negotiate(self.allowlist, result.protocol_version, self._redactor.log_value)
         if isinstance(chosen, VersionError):
             return self._fail(chosen)
         self.state = HandshakeState.ESTABLISHED

@@ -7,7 +7,7 @@ in exactly one place.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Final
@@ -126,17 +126,22 @@ def validate_allowlist(versions: Iterable[str] | None = None) -> tuple[str, ...]
     return tuple(sorted(chosen, reverse=True))
 
 
-def negotiate(allowlist: tuple[str, ...], answered: object) -> Profile | VersionError:
+def negotiate(
+    allowlist: tuple[str, ...],
+    answered: object,
+    safe: Callable[[str, int], str] = log_value,
+) -> Profile | VersionError:
     """The profile for the server's ``protocolVersion``, or the permanent error to raise.
 
     ``allowlist`` is what :func:`validate_allowlist` returned; its first entry is what
     the host offered. The server may answer another revision; the host accepts it only
-    when it is in the allowlist.
+    when it is in the allowlist. ``safe`` makes the answered text fit for the error's
+    message (a connection's ``Redactor.log_value``, which also masks its secrets).
     """
     if isinstance(answered, str) and answered in allowlist:
         return PROFILES[answered]
     if isinstance(answered, str):
-        what = f"protocol revision {log_value(answered, 64)}, which is not allowed"
+        what = f"protocol revision {safe(answered, 64)}, which is not allowed"
     else:
         what = "no protocol revision (protocolVersion must be a string)"
     return VersionError(

@@ -6,7 +6,9 @@ units without splitting a surrogate pair or an escape, marking the cut.
 
 :class:`Redactor` is built once per server from its configuration and masks every
 credential it found there, in any text: env values, secret-looking arguments, auth
-headers, URL userinfo and token query parameters.
+headers, URL userinfo and token query parameters. :meth:`Redactor.fields` is how the
+library puts a peer's values in its own log events: every such field goes through it
+where the event is made.
 """
 
 from __future__ import annotations
@@ -195,7 +197,10 @@ class Redactor:
         Masking runs again on the escaped text: an escape such as ``\\u000a`` next to
         the peer's own characters could otherwise spell a secret.
         """
-        return self.redact(log_value(self.redact(text), limit))
+        masked = self.redact(text)
+        shown = log_value(masked, limit)
+        # Nothing escaped or cut (the common case): nothing new that could spell a secret.
+        return shown if shown is masked else self.redact(shown)
 
     def log_json(self, value: object, limit: int = LOG_VALUE_LIMIT) -> str:
         """A JSON value (an error member, say) as compact JSON text, made safe to log."""
@@ -206,6 +211,28 @@ class Redactor:
         except (msgspec.DecodeError, msgspec.EncodeError, TypeError):
             text = repr(value)
         return self.log_value(text, limit)
+
+    def fields(self, **values: object) -> dict[str, object]:
+        """Fields of a log event that carry a peer's values (a method, a request id, a
+        name), each made safe: a string through :meth:`log_value`, a number, a boolean
+        or None as it is, a list or tuple item by item, anything else as its JSON text
+        through :meth:`log_json`.
+
+        Called where the event is made, so the raw value never enters the event dict:
+        whatever processors an application gives structlog, none can show it.
+        """
+        return {name: self._field(value) for name, value in values.items()}
+
+    def _field(self, value: object) -> object:
+        if type(value) is str:  # the common case first: a method name
+            return self.log_value(value)
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        if isinstance(value, str):  # a str subclass: its plain text
+            return self.log_value(str(value))
+        if isinstance(value, (list, tuple)):
+            return [self._field(item) for item in value]
+        return self.log_json(value)
 
 
 def _secret_spans(text: str, secrets: Iterable[str]) -> list[tuple[int, int]]:

@@ -5,8 +5,9 @@ prompt get and progress: test_docs.py runs docs/cli.md's examples.)"""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
-from .helpers import run_json
+from .helpers import run, run_json, server
 
 
 def test_call_echo_gives_the_result_whole() -> None:
@@ -53,3 +54,29 @@ def test_a_call_that_times_out_is_cancelled_and_reported() -> None:
     assert '"requestId":2' in cancels[0]
     # The demo stops counting when cancelled, so closing it needs no SIGTERM grace.
     assert elapsed < 5
+
+
+def test_a_resources_mime_type_is_shown_escaped_cut_and_redacted(tmp_path: Path) -> None:
+    token = "tok-93c1e0aa77"
+    mime = "text/\x1b[2J\x1b]0;owned\x07plain\u2028" + token + "x" * 5000
+    argv = server(
+        tmp_path,
+        "mime",
+        f"""
+        initialized(json.loads(sys.stdin.readline()), capabilities={{"resources": {{}}}})
+        json.loads(sys.stdin.readline())  # notifications/initialized
+        request = json.loads(sys.stdin.readline())
+        contents = [{{"uri": "x://a", "mimeType": {mime!r}, "text": "hi"}}]
+        send({{"jsonrpc": "2.0", "id": request["id"], "result": {{"contents": contents}}}})
+        sys.stdin.read()
+        """,
+    )
+    done = run("call", "--resource", "x://a", "--env", f"API_TOKEN={token}", "--", *argv)
+    assert done.returncode == 0, done.stderr
+    assert "x://a" in done.stdout
+    assert "\\u001b[2J" in done.stdout
+    assert "\x1b" not in done.stdout
+    assert "\x07" not in done.stdout
+    assert "\u2028" not in done.stdout
+    assert token not in done.stdout
+    assert "x" * 300 not in done.stdout

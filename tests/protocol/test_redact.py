@@ -128,3 +128,26 @@ def test_log_json_renders_any_value_safely() -> None:
 
 def test_empty_redactor_changes_nothing() -> None:
     assert Redactor().redact("anything") == "anything"
+
+
+def test_fields_make_each_peer_value_safe_and_keep_numbers() -> None:
+    redactor = Redactor([CANARY])
+    fields = redactor.fields(
+        method=f"x/{CANARY}\x1b[2J\u2028",
+        id=7,
+        none=None,
+        flag=True,
+        ratio=0.5,
+        names=["ok", "\x07", "z" * 300],
+        error=msgspec.Raw(b'{"message":"' + CANARY.encode() + b'"}'),
+    )
+    assert fields == {
+        "method": "x/***\\u001b[2J\\u2028",
+        "id": 7,
+        "none": None,
+        "flag": True,
+        "ratio": 0.5,
+        "names": ["ok", "\\u0007", "z" * (256 - len(CUT_MARK)) + CUT_MARK],
+        "error": '{"message":"***"}',
+    }
+    assert redactor.fields(id="5") == {"id": "5"}  # a string id stays a string
