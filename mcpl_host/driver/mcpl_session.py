@@ -6,12 +6,17 @@ them out: it sends ``featureSets/update`` after each handshake, holds inbound MC
 traffic after a reconnect until the new receipt, and answers each request on the
 transport it came on. On the first transport nothing is held: until the receipt the
 grant is empty, so a privileged method is refused with -32002 at once.
+
+Notification hooks run one at a time, in the order the notifications arrived on the
+connection (a ``channels/changed`` delta applies to the state the one before it left),
+from one bounded queue served by one task; requests run concurrently, a task each.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -73,6 +78,12 @@ class McplSession:
         self._held: HoldBuffer[_Held] = HoldBuffer(
             max_notifications=config.max_held_notifications, holding=False
         )
+        if config.max_queued_notifications < 1:
+            raise ValueError("max_queued_notifications must be at least 1")
+        # Admitted notifications waiting for their hooks, oldest first; one task serves
+        # them, so a hook never overtakes the one before it.
+        self._queue: deque[tuple[McplHook, Request | Notification]] = deque()
+        self._serving = False
         self._events = EventIds()
         self._redactor = redactor
         self._call = call
@@ -212,7 +223,7 @@ class McplSession:
             if hook is None:
                 decision = Refuse(METHOD_NOT_FOUND, f"Method not found: {message.method}")
             elif responder is None:
-                self._spawn(self._notify_hook, hook, message)
+                self._queue_hook(hook, message)
                 return
             else:
                 assert isinstance(message, Request)
@@ -253,6 +264,32 @@ class McplSession:
                 raise
 
         return handle
+
+    def _queue_hook(self, hook: McplHook, note: Request | Notification) -> None:
+        """Queue a notification for its hook, behind every one admitted before it."""
+        bound = self.config.max_queued_notifications
+        if len(self._queue) >= bound:
+            # A peer that outruns its hooks must not grow the host without limit: the
+            # oldest waiting notification goes, as in the hold.
+            _, dropped = self._queue.popleft()
+            self._log.warning(
+                "notification dropped",
+                method=dropped.method,
+                reason=f"more than {bound} notifications waiting for their hooks",
+            )
+        self._queue.append((hook, note))
+        if not self._serving:
+            self._serving = True
+            self._spawn(self._serve_hooks)
+
+    async def _serve_hooks(self) -> None:
+        """The one task that runs notification hooks, in arrival order, until none wait."""
+        try:
+            while self._queue:
+                hook, note = self._queue.popleft()
+                await self._notify_hook(hook, note)
+        finally:
+            self._serving = False
 
     async def _notify_hook(self, hook: McplHook, note: Request | Notification) -> None:
         try:
