@@ -53,6 +53,7 @@ from .manager import (
 from .mcpl.host import Mcpl, McplContext
 from .protocol.envelope import Outcome, RequestId
 from .protocol.errors import (
+    CapabilityDenied,
     ConfigurationError,
     ConnectionClosed,
     InitializeError,
@@ -83,6 +84,7 @@ __all__ = [
     "KNOWN_REVISIONS",
     "PROFILES",
     "CallToolResult",
+    "CapabilityDenied",
     "Closed",
     "Completion",
     "ConfigurationError",

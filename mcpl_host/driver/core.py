@@ -496,12 +496,18 @@ class Driver(OwnsNursery):
         :class:`~mcpl_host.ConnectionClosed` (``outcome_unknown`` when the request was
         written and never answered), :class:`~mcpl_host.ProtocolError` (an answer with
         neither result nor error, or a result that does not decode as ``result_type``),
-        ``TypeError`` for params JSON cannot carry.
+        ``TypeError`` for params JSON cannot carry, and, on an MCPL connection,
+        :class:`~mcpl_host.CapabilityDenied` (nothing written) for a host-to-server MCPL
+        method the grant in force does not allow; a granted one is never rebound onto
+        another transport.
         """
         self._check_open()
         epoch = self._epoch
         ready = (
             epoch if self._state is _State.CONNECTED and epoch is not None and epoch.open else None
+        )
+        pinned = self._mcpl is not None and self._mcpl.check_send(
+            method, connected=ready is not None
         )
         return await self._outbound.call(
             ready,
@@ -513,13 +519,16 @@ class Driver(OwnsNursery):
             progress_resets_timeout=progress_resets_timeout,
             max_timeout=max_timeout,
             rebind=rebind,
+            pinned=pinned,
         )
 
     async def notify(self, method: str, params: Any = UNSET) -> None:
         """Send a notification.
 
         Raises :class:`~mcpl_host.ConnectionClosed` when the connection is not up (closed,
-        or between transports) or the write fails.
+        or between transports) or the write fails; on an MCPL connection,
+        :class:`~mcpl_host.CapabilityDenied` (nothing written) for a host-to-server MCPL
+        method the grant in force does not allow.
         """
         self._check_open()
         epoch = self._ready_epoch()
@@ -527,6 +536,8 @@ class Driver(OwnsNursery):
             raise ConnectionClosed(
                 "no transport right now (reconnecting)", reason="reconnecting", server=self.name
             )
+        if self._mcpl is not None:
+            self._mcpl.check_send(method, connected=True)
         await epoch.write(encode(OutNotification(method=method, params=params)))
 
     async def _call_on(
@@ -550,6 +561,7 @@ class Driver(OwnsNursery):
             max_timeout=None,
             rebind=False,
             on_settle=on_settle,
+            pinned=True,
         )
         return result
 

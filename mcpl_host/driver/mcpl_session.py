@@ -30,11 +30,21 @@ from ..mcpl.capabilities import advertised_paths, denied, effective, host_advert
 from ..mcpl.dedupe import EventIds
 from ..mcpl.grant import Applied, Failed, Grant, Refused, Stale, Update
 from ..mcpl.host import ChunkSender, Mcpl, McplContext, McplHook
-from ..mcpl.methods import CAPABILITY_DENIED, INBOUND, REMOVED, Admit, Refuse, Removed, admit
+from ..mcpl.methods import (
+    CAPABILITY_DENIED,
+    INBOUND,
+    OUTBOUND,
+    REMOVED,
+    Admit,
+    Refuse,
+    Removed,
+    admit,
+    may_send,
+)
 from ..mcpl.planes import HoldBuffer
 from ..mcpl.types import InferenceRequest, PushEvent, decode_params
 from ..protocol.envelope import Notification, Outcome, Request
-from ..protocol.errors import INVALID_REQUEST, METHOD_NOT_FOUND, McplHostError
+from ..protocol.errors import INVALID_REQUEST, METHOD_NOT_FOUND, CapabilityDenied, McplHostError
 from ..protocol.messages import OutNotification, encode
 from ..protocol.redact import Redactor
 from .epoch import Epoch
@@ -162,6 +172,23 @@ class McplSession:
             self._release()
         if isinstance(outcome, Refused) and outcome.fallback == "close":
             self._on_refused_close()
+
+    # -- outbound ------------------------------------------------------------------------
+
+    def check_send(self, method: str, *, connected: bool) -> bool:
+        """Whether ``method`` is an MCPL method the grant gates (and the grant in force
+        allows it): the caller sends it on this transport only, never rebinds it.
+
+        Raises :class:`~mcpl_host.CapabilityDenied` when the grant in force does not
+        allow it. Between transports (``connected`` false), on a plain MCP peer and
+        before a transport's receipt nothing is granted.
+        """
+        spec = OUTBOUND.get(method)
+        if spec is None or not spec.any_of:
+            return False
+        if connected and self.advertised is not None and may_send(method, self.grant):
+            return True
+        raise CapabilityDenied(method, spec.any_of, server=self.server)
 
     # -- inbound -------------------------------------------------------------------------
 

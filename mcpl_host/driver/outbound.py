@@ -74,16 +74,19 @@ class Outbound:
         max_timeout: float | None,
         rebind: bool | None,
         on_settle: Callable[[Pending], None] | None = None,
+        pinned: bool = False,
     ) -> Any:
         """One request, from its first write (on ``epoch``, or on the next transport when
         None) to its decoded result. The errors are those of ``Connection.request``.
         ``on_settle(pending)`` runs as soon as the answer is read (or the request ends
-        otherwise), in the reader's turn."""
+        otherwise), in the reader's turn. A ``pinned`` request is never sent on a
+        transport other than the first it is sent on: if that one is lost, it fails."""
         seq = self._next_id()
         if on_progress is not None:
             params = with_progress_token(params, seq)  # the first id, kept across rebinding
         pending = Pending(seq, method, params, trio.current_time() + timeout, rebind)
         pending.on_settle = on_settle
+        pending.pinned = pinned
         try:
             line = encode(OutRequest(id=seq, method=method, params=params))
         except msgspec.EncodeError as exc:
@@ -225,8 +228,9 @@ class Outbound:
             if pending.epoch is not epoch:
                 continue
             del self.pending[request_id]
-            repeat = not pending.written or safe_to_repeat(
-                pending.method, pending.params, self._tool_hints, pending.rebind
+            repeat = not pending.pinned and (
+                not pending.written
+                or safe_to_repeat(pending.method, pending.params, self._tool_hints, pending.rebind)
             )
             if reconnecting and repeat:
                 self.remember_abandoned(request_id, "an id from an earlier transport")
