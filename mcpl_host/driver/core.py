@@ -398,6 +398,8 @@ class Driver(OwnsNursery):
                 return
             self._state = _State.CONNECTED
             assert new is not None
+            # Before the rebound requests are queued: what the subclass asks the new
+            # transport for first (the server's forgotten state) goes out ahead of them.
             self._transport_replaced()
             profile = new.profile
             assert profile is not None
@@ -565,6 +567,25 @@ class Driver(OwnsNursery):
         )
         return result
 
+    def _request_now(self, method: str, params: Any) -> Pending | None:
+        """Queue a request on the current transport at once, ahead of anything queued
+        after this call, and bound to that transport (never rebound); None between
+        transports. :meth:`_answer` waits for its answer."""
+        epoch = self._ready_epoch()
+        if epoch is None:
+            return None
+        return self._outbound.start(
+            epoch, method, params, timeout=self.request_timeout, rebind=False, pinned=True
+        )
+
+    async def _answer(self, pending: Pending) -> Raw:
+        """The answer to a request :meth:`_request_now` queued; raises what
+        :meth:`request` raises."""
+        result: Raw = await self._outbound.finish(
+            pending, result_type=Raw, timeout=self.request_timeout
+        )
+        return result
+
     @property
     def mcpl_grant(self) -> frozenset[str]:
         """The MCPL capability paths granted now (empty without MCPL or before the
@@ -660,7 +681,9 @@ class Driver(OwnsNursery):
         self._emit(ServerNotification(method, params))
 
     def _transport_replaced(self) -> None:
-        """A new transport is up after a reconnect: it may reach a changed server."""
+        """A new transport is up after a reconnect: it may reach a changed server, one
+        that forgot what the last one was told. Called before the rebound requests are
+        queued on it; :meth:`_request_now` puts a request ahead of them."""
 
 
 async def _ping(_request: ServerRequest) -> Any:

@@ -19,6 +19,7 @@ __all__ = [
     "ConfigurationError",
     "ConnectionClosed",
     "InitializeError",
+    "LimitExceeded",
     "McplHostError",
     "OutputSchemaError",
     "ProtocolError",
@@ -221,3 +222,13 @@ class CapabilityDenied(McplHostError):
         self.method = method
         self.capabilities = capabilities
         self.capability = capabilities[0]
+
+
+class LimitExceeded(McplHostError):
+    """A bound of the connection would be passed, so nothing was done. ``limit`` names
+    the option (``"max_subscriptions"``), ``value`` is its setting."""
+
+    def __init__(self, message: str, *, limit: str, value: int, server: str | None = None):
+        super().__init__(message, server=server)
+        self.limit = limit
+        self.value = value
