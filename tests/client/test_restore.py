@@ -21,6 +21,7 @@ from mcpl_host import (
     RequestError,
     RestoreFailed,
 )
+from mcpl_host.client.restore import SessionState
 
 from ..driver.peer import Peer, PeerSupply
 
@@ -256,3 +257,31 @@ async def test_subscriptions_are_bounded_and_past_the_bound_nothing_is_written()
     assert subscribed == ["file:///a", "file:///b", "file:///a", "file:///c"]
     with pytest.raises(ValueError, match="max_subscriptions"):
         Connection(supply.factory, max_subscriptions=0)
+
+
+def test_the_record_follows_the_embedders_latest_word() -> None:
+    """The bookkeeping alone: answers that come after a newer call change nothing."""
+    state = SessionState(max_subscriptions=3)
+    early = state.subscribing("u:1")
+    state.unsubscribing("u:1")  # while the subscribe waits for its answer
+    state.subscribe_answered("u:1", early, accepted=True)
+    assert state.subscriptions == ()
+
+    first = state.subscribing("u:2")
+    second = state.subscribing("u:2")  # again, before the first is answered
+    state.subscribe_answered("u:2", first, accepted=True)
+    assert state.subscriptions == ()  # the newer call decides
+    state.subscribe_answered("u:2", second, accepted=True)
+    refused = state.subscribing("u:3")
+    state.subscribe_answered("u:3", refused, accepted=False)
+    assert state.subscriptions == ("u:2",)
+
+    state.level_set("debug")
+    (level, sub) = state.restore()
+    state.level_set("error")  # set again after the restore went out
+    state.refused(level)  # the refusal of the older one forgets nothing newer
+    state.refused(sub)
+    assert (state.level, state.subscriptions) == ("error", ())
+    assert [(r.method, r.params) for r in state.restore()] == [
+        ("logging/setLevel", {"level": "error"})
+    ]
