@@ -36,6 +36,7 @@ from .events import (
     Reconnected,
     Reconnecting,
     ResourceUpdated,
+    RestoreFailed,
     ServerLog,
     ServerNotification,
     StderrLine,
@@ -53,9 +54,11 @@ from .manager import (
 from .mcpl.host import Mcpl, McplContext
 from .protocol.envelope import Outcome, RequestId
 from .protocol.errors import (
+    CapabilityDenied,
     ConfigurationError,
     ConnectionClosed,
     InitializeError,
+    LimitExceeded,
     McplHostError,
     OutputSchemaError,
     ProtocolError,
@@ -83,6 +86,7 @@ __all__ = [
     "KNOWN_REVISIONS",
     "PROFILES",
     "CallToolResult",
+    "CapabilityDenied",
     "Closed",
     "Completion",
     "ConfigurationError",
@@ -102,6 +106,7 @@ __all__ = [
     "HookContext",
     "HttpTarget",
     "InitializeError",
+    "LimitExceeded",
     "ListChanged",
     "Mcpl",
     "McplContext",
@@ -126,6 +131,7 @@ __all__ = [
     "ResourceTemplateRef",
     "ResourceUpdated",
     "Responder",
+    "RestoreFailed",
     "Root",
     "SamplingHook",
     "ServerLog",

@@ -27,6 +27,7 @@ __all__ = [
     "Reconnected",
     "Reconnecting",
     "ResourceUpdated",
+    "RestoreFailed",
     "ServerLog",
     "ServerNotification",
     "StderrLine",
@@ -124,6 +125,18 @@ class Reconnected:
 
 
 @dataclass(frozen=True, slots=True)
+class RestoreFailed:
+    """After a reconnect, asking the new transport again for what the embedder had set
+    (``resources/subscribe`` of one URI, or ``logging/setLevel``; ``params`` as sent)
+    failed with ``error``. A refusal (:class:`~mcpl_host.RequestError`) is forgotten: no
+    later transport is asked again; a timeout is asked again after the next reconnect."""
+
+    method: str
+    params: dict[str, Any]
+    error: McplHostError
+
+
+@dataclass(frozen=True, slots=True)
 class Closed:
     """The connection is closed for good: ``closed`` (by the host), the transport's loss
     reason when there is no reconnect policy, or ``reconnect-failed`` (``error`` is then
@@ -144,6 +157,7 @@ Event: TypeAlias = (
     | McplGrantChanged
     | Reconnecting
     | Reconnected
+    | RestoreFailed
     | Closed
 )
 EventCallback: TypeAlias = Callable[[Event], None]

@@ -22,6 +22,7 @@ from ..protocol.schema import UnsupportedSchema
 from .cache import ListCache, ListKind
 from .decode import decode_result
 from .pagination import DEFAULT_MAX_PAGES, collect_raw
+from .restore import SessionState
 from .types import (
     CallToolResult,
     Completion,
@@ -66,6 +67,7 @@ class ClientCalls(abc.ABC):
     name: str
     redactor: Redactor
     _lists: ListCache
+    _session_state: SessionState  # what a new transport is asked for again
 
     @abc.abstractmethod
     async def _request_raw(
@@ -89,8 +91,10 @@ class ClientCalls(abc.ABC):
 
     async def set_logging_level(self, level: LoggingLevel, *, timeout: float | None = None) -> None:
         """Ask the server to send ``notifications/message`` at ``level`` and above
-        (``logging/setLevel``; the server advertises the ``logging`` capability)."""
+        (``logging/setLevel``; the server advertises the ``logging`` capability). Once
+        the server accepts it, the level is asked for again after each reconnect."""
         await self._request_raw("logging/setLevel", {"level": level}, timeout=timeout)
+        self._session_state.level_set(level)
 
     # -- tools -------------------------------------------------------------------------
 
@@ -226,10 +230,25 @@ class ClientCalls(abc.ABC):
 
     async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
         """Ask for ``notifications/resources/updated`` when ``uri`` changes (each arrives
-        as a :class:`~mcpl_host.ResourceUpdated` event)."""
-        await self._request_raw("resources/subscribe", {"uri": uri}, timeout=timeout)
+        as a :class:`~mcpl_host.ResourceUpdated` event). Once the server accepts it, the
+        subscription is asked for again after each reconnect, until
+        :meth:`unsubscribe_resource`.
+
+        Also raises :class:`~mcpl_host.LimitExceeded`, with nothing written, for one URI
+        more than the connection's ``max_subscriptions``.
+        """
+        token = self._session_state.subscribing(uri)
+        accepted = False
+        try:
+            await self._request_raw("resources/subscribe", {"uri": uri}, timeout=timeout)
+            accepted = True
+        finally:
+            self._session_state.subscribe_answered(uri, token, accepted=accepted)
 
     async def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        """Stop the updates for ``uri``; it is not asked for again after a reconnect,
+        whatever this request's answer."""
+        self._session_state.unsubscribing(uri)
         await self._request_raw("resources/unsubscribe", {"uri": uri}, timeout=timeout)
 
     # -- prompts -----------------------------------------------------------------------

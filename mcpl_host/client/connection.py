@@ -25,13 +25,13 @@ from ..driver.core import (
     Driver,
     TransportFactory,
 )
-from ..driver.pending import ProgressCallback
+from ..driver.pending import Pending, ProgressCallback
 from ..driver.reconnect import Reconnect
 from ..driver.responder import Handler, ServerRequest
-from ..events import EventCallback
+from ..events import EventCallback, RestoreFailed
 from ..mcpl.host import Mcpl
 from ..protocol.capabilities import client_capabilities
-from ..protocol.errors import ConnectionClosed
+from ..protocol.errors import ConnectionClosed, McplHostError, RequestError
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.profiles import PROFILES, validate_allowlist
 from ..transports.targets import Target
@@ -47,6 +47,7 @@ from .hooks import (
     sampling_handler,
 )
 from .notifications import NotificationRouter
+from .restore import DEFAULT_MAX_SUBSCRIPTIONS, Restore, SessionState
 from .types import Root
 
 __all__ = ["Connection", "ProgressCallback", "TransportFactory"]
@@ -98,12 +99,16 @@ class Connection(Driver, ClientCalls):
         reconnect: Reconnect | None = None,
         on_wire: Callable[[str, bytes], None] | None = None,
         mcpl: Mcpl | None = None,
+        max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
     ) -> None:
         """Raises :class:`~mcpl_host.ConfigurationError` for a bad target or allowlist,
-        ``TypeError`` for a root that is neither a Root nor a string.
+        ``TypeError`` for a root that is neither a Root nor a string, ``ValueError`` for
+        ``max_subscriptions`` below 1.
 
         ``reconnect``: without a policy (the default) the connection ends with its
-        transport; with one, a lost transport is replaced and pending requests rebound.
+        transport; with one, a lost transport is replaced and pending requests rebound,
+        after the new transport is asked again for the resource subscriptions and the
+        logging level the server accepted (at most ``max_subscriptions`` URIs).
         ``mcpl``: speak MCPL with a server that advertises it (docs/mcpl.md): the grant
         patterns and the hooks for the server's MCPL methods.
         ``on_wire(direction, line)``: called with every line read (``"in"``) and written
@@ -150,6 +155,7 @@ class Connection(Driver, ClientCalls):
         self._notifications = NotificationRouter(
             server=self.name, lists=self._lists, redactor=self.redactor, emit=self._emit
         )
+        self._session_state = SessionState(max_subscriptions=max_subscriptions, server=self.name)
 
     async def set_roots(self, roots: Iterable[Root | str]) -> None:
         """Replace the roots offered to the server and tell it they changed
@@ -196,6 +202,34 @@ class Connection(Driver, ClientCalls):
 
     def _transport_replaced(self) -> None:
         self._lists.invalidate()  # the new transport may reach a changed server
+        # The server forgot what the last one was told. Asked for ahead of the rebound
+        # requests: a rebound read then follows the subscription (no update between the
+        # two is missed) and a rebound call logs at the level the embedder chose.
+        for item in self._session_state.restore():
+            pending = self._request_now(item.method, item.params)
+            if pending is None:
+                return  # already gone: the next transport is asked
+            self._spawn(self._restored, item, pending)
+
+    async def _restored(self, item: Restore, pending: Pending) -> None:
+        """Wait for one restore's answer; a failure is logged and reported, never raised."""
+        try:
+            await self._answer(pending)
+        except ConnectionClosed as exc:
+            # Its transport went too (Disconnected says so): the next one is asked again.
+            self._log.debug("state not restored", method=item.method, reason=exc.reason)
+        except McplHostError as exc:
+            if isinstance(exc, RequestError):
+                self._session_state.refused(item)  # the server said no: stop asking
+            self._log.warning(
+                "state not restored",
+                method=item.method,
+                params=self.redactor.log_json(item.params),
+                error=self.redactor.log_value(str(exc)),
+            )
+            self._emit(RestoreFailed(item.method, dict(item.params), exc))
+        else:
+            self._log.debug("state restored", method=item.method)
 
     def _current_roots(self) -> tuple[Root, ...]:
         return self._roots or ()

@@ -402,6 +402,8 @@ class Driver(OwnsNursery):
                 return
             self._state = _State.CONNECTED
             assert new is not None
+            # Before the rebound requests are queued: what the subclass asks the new
+            # transport for first (the server's forgotten state) goes out ahead of them.
             self._transport_replaced()
             profile = new.profile
             assert profile is not None
@@ -514,12 +516,18 @@ class Driver(OwnsNursery):
         :class:`~mcpl_host.ConnectionClosed` (``outcome_unknown`` when the request was
         written and never answered), :class:`~mcpl_host.ProtocolError` (an answer with
         neither result nor error, or a result that does not decode as ``result_type``),
-        ``TypeError`` for params JSON cannot carry.
+        ``TypeError`` for params JSON cannot carry, and, on an MCPL connection,
+        :class:`~mcpl_host.CapabilityDenied` (nothing written) for a host-to-server MCPL
+        method the grant in force does not allow; a granted one is never rebound onto
+        another transport.
         """
         self._check_open()
         epoch = self._epoch
         ready = (
             epoch if self._state is _State.CONNECTED and epoch is not None and epoch.open else None
+        )
+        pinned = self._mcpl is not None and self._mcpl.check_send(
+            method, connected=ready is not None
         )
         return await self._outbound.call(
             ready,
@@ -531,13 +539,16 @@ class Driver(OwnsNursery):
             progress_resets_timeout=progress_resets_timeout,
             max_timeout=max_timeout,
             rebind=rebind,
+            pinned=pinned,
         )
 
     async def notify(self, method: str, params: Any = UNSET) -> None:
         """Send a notification.
 
         Raises :class:`~mcpl_host.ConnectionClosed` when the connection is not up (closed,
-        or between transports) or the write fails.
+        or between transports) or the write fails; on an MCPL connection,
+        :class:`~mcpl_host.CapabilityDenied` (nothing written) for a host-to-server MCPL
+        method the grant in force does not allow.
         """
         self._check_open()
         epoch = self._ready_epoch()
@@ -545,6 +556,8 @@ class Driver(OwnsNursery):
             raise ConnectionClosed(
                 "no transport right now (reconnecting)", reason="reconnecting", server=self.name
             )
+        if self._mcpl is not None:
+            self._mcpl.check_send(method, connected=True)
         await epoch.write(encode(OutNotification(method=method, params=params)))
 
     async def _call_on(
@@ -568,6 +581,26 @@ class Driver(OwnsNursery):
             max_timeout=None,
             rebind=False,
             on_settle=on_settle,
+            pinned=True,
+        )
+        return result
+
+    def _request_now(self, method: str, params: Any) -> Pending | None:
+        """Queue a request on the current transport at once, ahead of anything queued
+        after this call, and bound to that transport (never rebound); None between
+        transports. :meth:`_answer` waits for its answer."""
+        epoch = self._ready_epoch()
+        if epoch is None:
+            return None
+        return self._outbound.start(
+            epoch, method, params, timeout=self.request_timeout, rebind=False, pinned=True
+        )
+
+    async def _answer(self, pending: Pending) -> Raw:
+        """The answer to a request :meth:`_request_now` queued; raises what
+        :meth:`request` raises."""
+        result: Raw = await self._outbound.finish(
+            pending, result_type=Raw, timeout=self.request_timeout
         )
         return result
 
@@ -666,7 +699,9 @@ class Driver(OwnsNursery):
         self._emit(ServerNotification(method, params))
 
     def _transport_replaced(self) -> None:
-        """A new transport is up after a reconnect: it may reach a changed server."""
+        """A new transport is up after a reconnect: it may reach a changed server, one
+        that forgot what the last one was told. Called before the rebound requests are
+        queued on it; :meth:`_request_now` puts a request ahead of them."""
 
 
 async def _ping(_request: ServerRequest) -> Any:

@@ -6,12 +6,17 @@ them out: it sends ``featureSets/update`` after each handshake, holds inbound MC
 traffic after a reconnect until the new receipt, and answers each request on the
 transport it came on. On the first transport nothing is held: until the receipt the
 grant is empty, so a privileged method is refused with -32002 at once.
+
+Notification hooks run one at a time, in the order the notifications arrived on the
+connection (a ``channels/changed`` delta applies to the state the one before it left),
+from one bounded queue served by one task; requests run concurrently, a task each.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,11 +30,21 @@ from ..mcpl.capabilities import advertised_paths, denied, effective, host_advert
 from ..mcpl.dedupe import EventIds
 from ..mcpl.grant import Applied, Failed, Grant, Refused, Stale, Update
 from ..mcpl.host import ChunkSender, Mcpl, McplContext, McplHook
-from ..mcpl.methods import CAPABILITY_DENIED, INBOUND, REMOVED, Admit, Refuse, Removed, admit
+from ..mcpl.methods import (
+    CAPABILITY_DENIED,
+    INBOUND,
+    OUTBOUND,
+    REMOVED,
+    Admit,
+    Refuse,
+    Removed,
+    admit,
+    may_send,
+)
 from ..mcpl.planes import HoldBuffer
 from ..mcpl.types import InferenceRequest, PushEvent, decode_params
 from ..protocol.envelope import Notification, Outcome, Request
-from ..protocol.errors import INVALID_REQUEST, METHOD_NOT_FOUND, McplHostError
+from ..protocol.errors import INVALID_REQUEST, METHOD_NOT_FOUND, CapabilityDenied, McplHostError
 from ..protocol.messages import OutNotification, encode
 from ..protocol.redact import Redactor
 from .epoch import Epoch
@@ -73,6 +88,12 @@ class McplSession:
         self._held: HoldBuffer[_Held] = HoldBuffer(
             max_notifications=config.max_held_notifications, holding=False
         )
+        if config.max_queued_notifications < 1:
+            raise ValueError("max_queued_notifications must be at least 1")
+        # Admitted notifications waiting for their hooks, oldest first; one task serves
+        # them, so a hook never overtakes the one before it.
+        self._queue: deque[tuple[McplHook, Request | Notification]] = deque()
+        self._serving = False
         self._events = EventIds()
         self._redactor = redactor
         self._call = call
@@ -157,6 +178,23 @@ class McplSession:
         if isinstance(outcome, Refused) and outcome.fallback == "close":
             self._on_refused_close()
 
+    # -- outbound ------------------------------------------------------------------------
+
+    def check_send(self, method: str, *, connected: bool) -> bool:
+        """Whether ``method`` is an MCPL method the grant gates (and the grant in force
+        allows it): the caller sends it on this transport only, never rebinds it.
+
+        Raises :class:`~mcpl_host.CapabilityDenied` when the grant in force does not
+        allow it. Between transports (``connected`` false), on a plain MCP peer and
+        before a transport's receipt nothing is granted.
+        """
+        spec = OUTBOUND.get(method)
+        if spec is None or not spec.any_of:
+            return False
+        if connected and self.advertised is not None and may_send(method, self.grant):
+            return True
+        raise CapabilityDenied(method, spec.any_of, server=self.server)
+
     # -- inbound -------------------------------------------------------------------------
 
     def takes(self, method: str) -> bool:
@@ -217,7 +255,7 @@ class McplSession:
             if hook is None:
                 decision = Refuse(METHOD_NOT_FOUND, f"Method not found: {message.method}")
             elif responder is None:
-                self._spawn(self._notify_hook, hook, message)
+                self._queue_hook(hook, message)
                 return
             else:
                 assert isinstance(message, Request)
@@ -258,6 +296,32 @@ class McplSession:
                 raise
 
         return handle
+
+    def _queue_hook(self, hook: McplHook, note: Request | Notification) -> None:
+        """Queue a notification for its hook, behind every one admitted before it."""
+        bound = self.config.max_queued_notifications
+        if len(self._queue) >= bound:
+            # A peer that outruns its hooks must not grow the host without limit: the
+            # oldest waiting notification goes, as in the hold.
+            _, dropped = self._queue.popleft()
+            self._log.warning(
+                "notification dropped",
+                method=dropped.method,
+                reason=f"more than {bound} notifications waiting for their hooks",
+            )
+        self._queue.append((hook, note))
+        if not self._serving:
+            self._serving = True
+            self._spawn(self._serve_hooks)
+
+    async def _serve_hooks(self) -> None:
+        """The one task that runs notification hooks, in arrival order, until none wait."""
+        try:
+            while self._queue:
+                hook, note = self._queue.popleft()
+                await self._notify_hook(hook, note)
+        finally:
+            self._serving = False
 
     async def _notify_hook(self, hook: McplHook, note: Request | Notification) -> None:
         try:

@@ -74,16 +74,51 @@ class Outbound:
         max_timeout: float | None,
         rebind: bool | None,
         on_settle: Callable[[Pending], None] | None = None,
+        pinned: bool = False,
     ) -> Any:
         """One request, from its first write (on ``epoch``, or on the next transport when
         None) to its decoded result. The errors are those of ``Connection.request``.
         ``on_settle(pending)`` runs as soon as the answer is read (or the request ends
-        otherwise), in the reader's turn."""
+        otherwise), in the reader's turn. A ``pinned`` request is never sent on a
+        transport other than the first it is sent on: if that one is lost, it fails."""
+        pending = self.start(
+            epoch,
+            method,
+            params,
+            timeout=timeout,
+            on_progress=on_progress,
+            progress_resets_timeout=progress_resets_timeout,
+            max_timeout=max_timeout,
+            rebind=rebind,
+            on_settle=on_settle,
+            pinned=pinned,
+        )
+        return await self.finish(pending, result_type=result_type, timeout=timeout)
+
+    def start(
+        self,
+        epoch: Epoch | None,
+        method: str,
+        params: Any,
+        *,
+        timeout: float,
+        on_progress: ProgressCallback | None = None,
+        progress_resets_timeout: bool = False,
+        max_timeout: float | None = None,
+        rebind: bool | None = None,
+        on_settle: Callable[[Pending], None] | None = None,
+        pinned: bool = False,
+    ) -> Pending:
+        """The first half of :meth:`call`, without a checkpoint: the request is queued
+        now (on ``epoch``, behind what is queued there and ahead of what comes after),
+        and :meth:`finish` must follow. Raises ``TypeError`` for params JSON cannot
+        carry."""
         seq = self._next_id()
         if on_progress is not None:
             params = with_progress_token(params, seq)  # the first id, kept across rebinding
         pending = Pending(seq, method, params, trio.current_time() + timeout, rebind)
         pending.on_settle = on_settle
+        pending.pinned = pinned
         try:
             line = encode(OutRequest(id=seq, method=method, params=params))
         except msgspec.EncodeError as exc:
@@ -95,14 +130,20 @@ class Outbound:
                 hard = max_timeout if max_timeout is not None else timeout * 10
                 pending.progress_reset = (timeout, trio.current_time() + hard)
         self.timeouts.watch(pending)
+        if epoch is not None:
+            self.send(pending, epoch, seq, line)
+        else:
+            self._unsent.append(pending)  # sent once the new transport is up
+        return pending
+
+    async def finish(self, pending: Pending, *, result_type: Any, timeout: float) -> Any:
+        """The second half of :meth:`call`: wait for the answer to a request
+        :meth:`start` queued, and decode it."""
         try:
-            if epoch is not None:
-                self.send(pending, epoch, seq, line)
-            else:
-                self._unsent.append(pending)  # sent once the new transport is up
             await pending.wait()
         finally:
             self._forget(pending)
+        method, params = pending.method, pending.params
         # The timeout heap holds the entry until it is compacted: not its payload.
         result, pending.result, pending.params = pending.result, None, None
         if pending.timed_out:
@@ -225,8 +266,9 @@ class Outbound:
             if pending.epoch is not epoch:
                 continue
             del self.pending[request_id]
-            repeat = not pending.written or safe_to_repeat(
-                pending.method, pending.params, self._tool_hints, pending.rebind
+            repeat = not pending.pinned and (
+                not pending.written
+                or safe_to_repeat(pending.method, pending.params, self._tool_hints, pending.rebind)
             )
             if reconnecting and repeat:
                 self.remember_abandoned(request_id, "an id from an earlier transport")

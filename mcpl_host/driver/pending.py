@@ -37,6 +37,7 @@ class Pending:
         "on_progress",
         "on_settle",
         "params",
+        "pinned",
         "progress_reset",
         "rebind",
         "result",
@@ -55,6 +56,10 @@ class Pending:
         self.params = params
         self.deadline = deadline
         self.rebind = rebind
+        # Bound to the transport it is first sent on: never moved to another, whatever
+        # the rebinding rule says (what allowed it there, a grant say, is not the next
+        # transport's to give).
+        self.pinned = False
         self.id: int | None = None  # the id on the wire now; None while queued
         self.epoch: Any = None  # the transport epoch it was last sent on
         self.written = False  # whole on the wire of ``epoch``

@@ -49,9 +49,13 @@ class Mcpl:
     ``channels/list``, ``channels/incoming``, ``tools/observe``, ``host/command``,
     ``mcpl/manifestChanged``). ``max_held_notifications`` bounds the notifications held
     while a reconnect waits for its grant (requests are never dropped).
+    ``max_queued_notifications`` (at least 1) bounds the admitted notifications waiting
+    for their hooks, which run one at a time in arrival order; past either bound the
+    oldest waiting notification is dropped, with a warning.
     ``update_timeout``: how long a ``featureSets/update`` waits for its receipt."""
 
     grants: tuple[str, ...] = ()
     hooks: Mapping[str, McplHook] = field(default_factory=dict)
     max_held_notifications: int = 1000
     update_timeout: float = 15.0
+    max_queued_notifications: int = 1000

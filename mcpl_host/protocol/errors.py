@@ -15,9 +15,11 @@ __all__ = [
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
+    "CapabilityDenied",
     "ConfigurationError",
     "ConnectionClosed",
     "InitializeError",
+    "LimitExceeded",
     "McplHostError",
     "OutputSchemaError",
     "ProtocolError",
@@ -199,3 +201,34 @@ class RequestError(McplHostError):
         self.code = code
         self.error_message = message
         self.data = data
+
+
+class CapabilityDenied(McplHostError):
+    """MCPL: the host may not send ``method`` under the grant in force (MCPL §5.3: a
+    host-to-server method is sent only if granted), so nothing was written.
+
+    ``capabilities`` are the paths any one of which would allow it (one for most
+    methods, a leaf of ``contextHooks.beforeInference`` for ``context/beforeInference``);
+    ``capability`` is the first. Between transports, and on a transport before the
+    receipt of its grant, nothing is granted.
+    """
+
+    def __init__(
+        self, method: str, capabilities: tuple[str, ...], *, server: str | None = None
+    ) -> None:
+        super().__init__(
+            f"{method} is not granted: it needs {' or '.join(capabilities)}", server=server
+        )
+        self.method = method
+        self.capabilities = capabilities
+        self.capability = capabilities[0]
+
+
+class LimitExceeded(McplHostError):
+    """A bound of the connection would be passed, so nothing was done. ``limit`` names
+    the option (``"max_subscriptions"``), ``value`` is its setting."""
+
+    def __init__(self, message: str, *, limit: str, value: int, server: str | None = None):
+        super().__init__(message, server=server)
+        self.limit = limit
+        self.value = value
