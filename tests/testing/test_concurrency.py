@@ -26,8 +26,11 @@ def _line(message: Any) -> bytes:
 
 
 async def _outcome(conn: Connection, method: str, params: Any = None, **kw: Any) -> Any:
-    """The result, or ``(code, message, data)`` for a JSON-RPC error."""
+    """The result, or ``(code, message, data)`` for a JSON-RPC error. ``params`` None:
+    none sent (``request`` would write ``"params": null``)."""
     try:
+        if params is None:
+            return await conn.request(method, **kw)
         return await conn.request(method, params, **kw)
     except RequestError as error:
         return (error.code, error.error_message, error.data)
