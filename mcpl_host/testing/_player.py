@@ -235,7 +235,7 @@ class Player:
             case Expect():
                 line = yield from self._expect(step.method, step.params, step.timeout)
                 self._expected = [line]
-                self._labels[step.label if step.label is not None else step.method] = line
+                self._labels[step.name] = line
             case ExpectAll():
                 yield from self._expect_all(step)
             case Reply() | ReplyError():
@@ -327,9 +327,8 @@ class Player:
         missing = list(step.expected)
         taken: list[HostLine] = []
         while missing:
-            methods = {expected.method for expected in missing}
             line = yield from self._wait_for(
-                lambda line: line.method in methods,
+                lambda line: any(expected.method == line.method for expected in missing),
                 step.timeout,
                 deadline=deadline,
                 missing=missing,
@@ -346,9 +345,12 @@ class Player:
         candidates = [expected for expected in missing if expected.method == line.method]
         got = line.message.get("params", _MISSING)
         for expected in candidates:
-            if expected.params is not None and got is not _MISSING:
-                if same_json(got, expected.params):
-                    return expected
+            if (
+                expected.params is not None
+                and got is not _MISSING
+                and same_json(got, expected.params)
+            ):
+                return expected
         for expected in candidates:
             if expected.params is None:
                 return expected
@@ -519,9 +521,7 @@ class Player:
             if isinstance(step, (Drop, Crash, ExpectClose)):
                 break
             wanted += takes(step).count(line.method)
-        waiting = sum(
-            1 for s in self._backlog if not s.answered and s.line.method == line.method
-        )
+        waiting = sum(1 for s in self._backlog if not s.answered and s.line.method == line.method)
         return wanted > waiting
 
     def _unplanned_answer(self, request: HostLine) -> bytes | None:

@@ -1,8 +1,9 @@
 """``Record``: everything the host sent a scripted server, connection by connection.
 
 Every line the server read is kept verbatim (``raw``) with its decoded JSON value, in
-order, and for a request no step planned for, the answer the script gave it. The helpers select from it and assert on it; an assertion that fails shows
-everything the host sent, so the failure explains itself.
+order, and for a request no step planned for, the answer the script gave it. The
+helpers select from it and assert on it; an assertion that fails shows everything the
+host sent, so the failure explains itself.
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ class Record:
         return [
             entry.message
             for entry in self._of(connection)
-            if entry.unplanned_answer is not None and (method is None or entry.line.method == method)
+            if entry.unplanned_answer is not None
+            and (method is None or entry.line.method == method)
         ]
 
     def answers(self, *, connection: int | None = None) -> list[Any]:

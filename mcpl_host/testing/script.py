@@ -16,6 +16,7 @@ import msgspec
 from ._wire import MIN_OVERSIZED
 from .steps import (
     DEFAULT_TIMEOUT,
+    DEFAULT_UNPLANNED,
     Crash,
     Drop,
     Expect,
@@ -38,6 +39,7 @@ from .steps import (
     ServeForever,
     Step,
     Wait,
+    names,
 )
 
 __all__ = ["AUTO", "DEFAULT_TIMEOUT", "Expected", "Script"]
@@ -164,8 +166,8 @@ class Script:
         if not expected:
             raise ValueError("expect_all needs at least one message to expect")
         members = tuple(_expected(index, item) for index, item in enumerate(expected))
-        names = [member.name for member in members]
-        twice = sorted({name for name in names if names.count(name) > 1})
+        given = [member.name for member in members]
+        twice = sorted({name for name in given if given.count(name) > 1})
         if twice:
             raise ValueError(
                 f"expect_all names {', '.join(map(repr, twice))} twice: give each a label"
@@ -216,9 +218,11 @@ class Script:
             return self._add(OnUnplanned(answer="result", result=_json("result", result)))
         if error is not None and (isinstance(error, bool) or not isinstance(error, int)):
             raise TypeError("an error code must be an integer")
+        # From the default itself when no code is given, so that its JSON leaves it out.
+        how = DEFAULT_UNPLANNED if error is None else OnUnplanned(code=error)
         return self._add(
-            OnUnplanned(
-                code=-32601 if error is None else error,
+            msgspec.structs.replace(
+                how,
                 message=None if message is None else _text("message", message),
                 data=_json("data", data),
             )
@@ -340,19 +344,14 @@ class Script:
         request (whether it is on the same connection is known only when it runs)."""
         expecting = [step for step in self._steps if isinstance(step, (Expect, ExpectAll))]
         if to is None:
-            if expecting and isinstance(expecting[-1], ExpectAll) and len(expecting[-1].expected) > 1:
+            if (
+                expecting
+                and isinstance(expecting[-1], ExpectAll)
+                and len(expecting[-1].expected) > 1
+            ):
                 raise ValueError("the last step expects several messages: say which with to=")
             return None
-        names = {
-            name
-            for step in expecting
-            for name in (
-                [step.label if step.label is not None else step.method]
-                if isinstance(step, Expect)
-                else [member.name for member in step.expected]
-            )
-        }
-        if _text("to", to) not in names:
+        if _text("to", to) not in {name for step in expecting for name in names(step)}:
             raise ValueError(f"no step before this one expects a message named {to!r}")
         return to
 
@@ -392,8 +391,10 @@ def _expected(index: int, item: str | Expected) -> Expected:
 
 
 def _label(value: str | None) -> str | None:
-    if value is not None and (not isinstance(value, str) or not value):
-        raise TypeError("a label must be a non-empty string")
+    if value is not None and not isinstance(value, str):
+        raise TypeError("a label must be a string")
+    if value == "":
+        raise ValueError("a label must not be empty")
     return value
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "Wait",
     "describe",
     "describe_expected",
+    "names",
     "takes",
 ]
 
@@ -75,6 +76,11 @@ class Expect(_Step, tag="expect", frozen=True):
     params: Any = None
     label: str | None = None
     timeout: float | None = None
+
+    @property
+    def name(self) -> str:
+        """What ``reply(to=...)`` calls the message this takes."""
+        return self.method if self.label is None else self.label
 
 
 class Expected(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -259,6 +265,16 @@ class ScriptData(msgspec.Struct, frozen=True, kw_only=True):
 DEFAULT_UNPLANNED: Final = OnUnplanned()
 """How a script answers an unplanned request until an ``on_unplanned`` step says
 otherwise: -32601, ``Method not found: <method>``."""
+
+
+def names(step: Step) -> tuple[str, ...]:
+    """What ``reply(to=...)`` calls the messages ``step`` takes."""
+    match step:
+        case Expect():
+            return (step.name,)
+        case ExpectAll():
+            return tuple(expected.name for expected in step.expected)
+    return ()
 
 
 def takes(step: Step) -> tuple[str, ...]:
