@@ -207,7 +207,7 @@ class Player:
         self._link = _Link.NONE
         self._host_closed_at = 0
         self._expected: list[HostLine] = []  # what the last expecting step took
-        self._labels: dict[str, HostLine] = {}  # what each label named last
+        self._labels: dict[str, HostLine] = {}  # by name (label, else method): the last taken
         self._answer_to: _AnswerTo | None = None  # None: nothing sent on this connection
         self._received = 0  # lines read on this connection
         # What the host sent on this connection that no step has taken yet, in order.
@@ -371,14 +371,14 @@ class Player:
             seconds = self._timeout(timeout)
             deadline = self._clock() + seconds
             while True:
-                line = yield from self._read(deadline)
-                if line is TIMEOUT:
+                read = yield from self._read(deadline)
+                if read is TIMEOUT:
                     raise self._failure(
                         f"the host kept the connection open for {seconds:g} s; {self._unmatched()}"
                     )
-                if line is EOF:
+                if read is EOF:
                     break
-                yield from self._absorb(_host_line(line))
+                yield from self._absorb(_host_line(read))
         yield Hangup(abrupt=False)
         self._link = _Link.NONE
 
@@ -388,14 +388,14 @@ class Player:
             return
         deadline = self._clock() + seconds
         while True:
-            line = yield from self._read(deadline)
-            if line is TIMEOUT:
+            read = yield from self._read(deadline)
+            if read is TIMEOUT:
                 return
-            if line is EOF:
+            if read is EOF:
                 # Waiting on a connection the host has left means nothing: end the wait.
                 self._note_host_closed()
                 return
-            yield from self._absorb(_host_line(line))
+            yield from self._absorb(_host_line(read))
 
     def _listen(self, *, answer_everything: bool) -> Play:
         """Until the host closes: answer ping (and with ``answer_everything``,
