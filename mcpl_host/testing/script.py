@@ -66,7 +66,9 @@ class Script:
     """A fluent builder of a scripted server's steps; every method returns the script.
 
     ``timeout`` bounds every wait for the host (a step's own ``timeout`` overrides it), so
-    a script that is not followed fails with an error instead of hanging.
+    a script that is not followed fails with an error instead of hanging. Likewise a
+    request no step plans for is answered (-32601 unless :meth:`on_unplanned` or
+    :meth:`ignore_unplanned` says otherwise), so the host does not hang on it either.
 
     Raises ``ValueError`` (a bad timeout, size or count) and ``TypeError`` (a value JSON
     cannot carry) when a step is added, not when it runs.
