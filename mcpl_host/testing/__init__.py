@@ -14,7 +14,7 @@ from .memory import MemoryServer
 from .modes import MODES, Mode, serve
 from .record import Received, Record
 from .runner import ScriptedServer, ServerTarget
-from .script import AUTO, DEFAULT_TIMEOUT, Script
+from .script import AUTO, DEFAULT_TIMEOUT, Expected, Script
 from .stdio import StdioServer
 from .tcp import TcpServer
 
@@ -22,6 +22,7 @@ __all__ = [
     "AUTO",
     "DEFAULT_TIMEOUT",
     "MODES",
+    "Expected",
     "MemoryServer",
     "Mode",
     "Received",

@@ -30,6 +30,7 @@ __all__ = [
     "Line",
     "Refused",
     "Started",
+    "Unplanned",
     "read_journal",
     "record_of",
 ]
@@ -71,6 +72,15 @@ class Line(_Entry, tag="line", frozen=True):
         return self.text.encode() if self.text is not None else base64.b64decode(self.b64 or "")
 
 
+class Unplanned(_Entry, tag="unplanned", frozen=True):
+    """The script answered the host's line ``line`` (from 0) on ``connection`` with
+    ``answer`` (JSON text), as a request no step planned for."""
+
+    connection: int
+    line: int
+    answer: str
+
+
 class Refused(_Entry, tag="refused", frozen=True):
     """The subprocess was a connection attempt the script turned away."""
 
@@ -99,7 +109,7 @@ class Failed(_Entry, tag="failed", frozen=True):
         )
 
 
-Entry: TypeAlias = Started | At | Connected | Line | Refused | Ended | Done | Failed
+Entry: TypeAlias = Started | At | Connected | Line | Unplanned | Refused | Ended | Done | Failed
 _ENCODER: Final = msgspec.json.Encoder()
 _DECODER: Final = msgspec.json.Decoder(Entry)
 
@@ -136,6 +146,8 @@ def record_of(entries: list[Entry]) -> Record:
     for entry in entries:
         if isinstance(entry, Line):
             record.add_line(entry.connection, entry.raw)
+        elif isinstance(entry, Unplanned):
+            record.add_unplanned(entry.connection, entry.line, entry.answer.encode())
         elif isinstance(entry, Connected):
             record.connections += 1
         elif isinstance(entry, Refused):

@@ -11,7 +11,9 @@ Commands and their outcomes:
 
 =================  ==============================================================
 ``Accept``         the host's next connection: ``True``, or ``TIMEOUT``
-``Send``           ``None``, or ``CLOSED`` when the host has gone
+``Send``           ``None``, or ``CLOSED`` when the host has gone (``unplanned``:
+                   the number, from 0 on this connection, of the host's line this
+                   answers because no step planned for it; the driver records it)
 ``Receive``        the host's next line (``bytes``, newline removed), ``EOF`` or
                    ``TIMEOUT``
 ``Sleep``          ``None`` (time passes; no connection is open)
@@ -49,10 +51,13 @@ from .steps import (
     Crash,
     Drop,
     Expect,
+    ExpectAll,
     ExpectAnswer,
     ExpectClose,
+    Expected,
     Handshake,
     Notify,
+    OnUnplanned,
     RefuseConnections,
     Reply,
     ReplyError,
@@ -66,6 +71,8 @@ from .steps import (
     Step,
     Wait,
     describe,
+    describe_expected,
+    takes,
 )
 
 __all__ = [
@@ -104,6 +111,7 @@ class Accept:
 @dataclass(frozen=True, slots=True)
 class Send:
     data: bytes
+    unplanned: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +177,14 @@ class _AnswerTo:
 _ANY_RESPONSE: Final = _AnswerTo(any_response=True)
 
 
+@dataclass(frozen=True, slots=True)
+class _Stray:
+    """A line from the host that no step has taken (yet)."""
+
+    line: HostLine
+    answered: bool  # answered as unplanned: no step on this connection will take it
+
+
 class Player:
     """Plays one script, from step ``start``, counting connections from ``connections``.
 
@@ -190,12 +206,14 @@ class Player:
         self._clock = clock
         self._link = _Link.NONE
         self._host_closed_at = 0
-        self._expected: HostLine | None = None
+        self._expected: list[HostLine] = []  # what the last expecting step took
+        self._labels: dict[str, HostLine] = {}  # by name (label, else method): the last taken
         self._answer_to: _AnswerTo | None = None  # None: nothing sent on this connection
+        self._received = 0  # lines read on this connection
         # What the host sent on this connection that no step has taken yet, in order.
         # Steps look here first: the host's next message may arrive while the script is
         # busy with something else (sending, waiting for an answer).
-        self._backlog: list[HostLine] = []
+        self._backlog: list[_Stray] = []
 
     def play(self) -> Play:
         steps = self.script.steps
@@ -215,7 +233,11 @@ class Player:
             case Handshake():
                 yield from self._handshake(step)
             case Expect():
-                self._expected = yield from self._expect(step.method, step.params, step.timeout)
+                line = yield from self._expect(step.method, step.params, step.timeout)
+                self._expected = [line]
+                self._labels[step.name] = line
+            case ExpectAll():
+                yield from self._expect_all(step)
             case Reply() | ReplyError():
                 yield from self._reply(step)
             case ExpectAnswer():
@@ -234,6 +256,8 @@ class Player:
                 self._link = _Link.NONE
             case RefuseConnections():
                 yield Refuse(step.count)
+            case OnUnplanned():
+                pass  # read where an unplanned request arrives: ScriptData.unplanned_at
             case ExpectClose():
                 yield from self._expect_close(step.timeout)
             case ServeForever():
@@ -266,7 +290,7 @@ class Player:
 
     def _reply(self, step: Reply | ReplyError) -> Play:
         yield from self._connected(None)
-        request_id = self._expected_id()
+        request_id = self._request_id(step.to)
         if isinstance(step, Reply):
             yield from self._send(result_line(request_id, step.result))
         else:
@@ -296,6 +320,44 @@ class Player:
                 raise self._failure(f"the host's {method!r} came with {shown}, not {_json(params)}")
         return line
 
+    def _expect_all(self, step: ExpectAll) -> Play:
+        """Take each of ``step.expected`` as it comes, in whatever order the host sends."""
+        yield from self._connected(step.timeout)
+        deadline = self._clock() + self._timeout(step.timeout)
+        missing = list(step.expected)
+        taken: list[HostLine] = []
+        while missing:
+            line = yield from self._wait_for(
+                lambda line: any(expected.method == line.method for expected in missing),
+                step.timeout,
+                deadline=deadline,
+                missing=missing,
+            )
+            expected = self._member_for(line, missing)
+            missing.remove(expected)
+            self._labels[expected.name] = line
+            taken.append(line)
+        self._expected = taken
+
+    def _member_for(self, line: HostLine, missing: list[Expected]) -> Expected:
+        """The member ``line`` fills: one whose params it has, else one without params
+        (taking the specific first leaves the others free for what they alone fit)."""
+        candidates = [expected for expected in missing if expected.method == line.method]
+        got = line.message.get("params", _MISSING)
+        for expected in candidates:
+            if (
+                expected.params is not None
+                and got is not _MISSING
+                and same_json(got, expected.params)
+            ):
+                return expected
+        for expected in candidates:
+            if expected.params is None:
+                return expected
+        shown = "no params" if got is _MISSING else f"params {_json(got)}"
+        wanted = " nor ".join(_json(expected.params) for expected in candidates)
+        raise self._failure(f"the host's {line.method!r} came with {shown}, not {wanted}")
+
     def _expect_answer(self, timeout: float | None) -> Play:
         yield from self._connected(timeout)
         wanted = self._answer_to
@@ -309,14 +371,14 @@ class Player:
             seconds = self._timeout(timeout)
             deadline = self._clock() + seconds
             while True:
-                outcome = yield Receive(deadline)
-                if outcome is TIMEOUT:
+                read = yield from self._read(deadline)
+                if read is TIMEOUT:
                     raise self._failure(
                         f"the host kept the connection open for {seconds:g} s; {self._unmatched()}"
                     )
-                if outcome is EOF:
+                if read is EOF:
                     break
-                yield from self._absorb(HostLine.parse(_line(outcome)))
+                yield from self._absorb(_host_line(read))
         yield Hangup(abrupt=False)
         self._link = _Link.NONE
 
@@ -326,31 +388,31 @@ class Player:
             return
         deadline = self._clock() + seconds
         while True:
-            outcome = yield Receive(deadline)
-            if outcome is TIMEOUT:
+            read = yield from self._read(deadline)
+            if read is TIMEOUT:
                 return
-            if outcome is EOF:
+            if read is EOF:
                 # Waiting on a connection the host has left means nothing: end the wait.
                 self._note_host_closed()
                 return
-            yield from self._absorb(HostLine.parse(_line(outcome)))
+            yield from self._absorb(_host_line(read))
 
     def _listen(self, *, answer_everything: bool) -> Play:
         """Until the host closes: answer ping (and with ``answer_everything``,
         tools/list and -32601 for the rest, the requests already waiting first)."""
         if answer_everything:
-            waiting = [line for line in self._backlog if line.kind == "request"]
-            self._backlog = [line for line in self._backlog if line.kind != "request"]
-            for line in waiting:
-                yield from self._serve(line)
+            waiting = [s for s in self._backlog if s.line.kind == "request" and not s.answered]
+            self._backlog = [s for s in self._backlog if s.answered or s.line.kind != "request"]
+            for stray in waiting:
+                yield from self._serve(stray.line)
         while True:
-            outcome = yield Receive(math.inf)
-            if outcome is EOF:
+            read = yield from self._read(math.inf)
+            if read is EOF:
                 self._note_host_closed()
                 return
-            if outcome is TIMEOUT:  # pragma: no cover - no deadline
+            if read is TIMEOUT:  # pragma: no cover - no deadline
                 continue
-            line = HostLine.parse(_line(outcome))
+            line = _host_line(read)
             if answer_everything and line.kind == "request":
                 yield from self._serve(line)
             else:
@@ -383,56 +445,126 @@ class Player:
             raise self._failure(f"the host opened no connection within {seconds:g} s")
         self.connection += 1
         self._link = _Link.OPEN
-        self._expected = None
+        self._expected = []
+        self._labels = {}
         self._answer_to = None
+        self._received = 0
         self._backlog = []
 
+    def _read(self, deadline: float) -> Generator[Command, Outcome, bytes | Signal]:
+        """The host's next line, ``EOF`` or ``TIMEOUT``; counts the lines read."""
+        outcome = yield Receive(deadline)
+        if isinstance(outcome, bytes):
+            self._received += 1
+            return outcome
+        assert isinstance(outcome, Signal), outcome
+        return outcome
+
     def _wait_for(
-        self, match: Callable[[HostLine], bool], timeout: float | None
+        self,
+        match: Callable[[HostLine], bool],
+        timeout: float | None,
+        *,
+        deadline: float | None = None,
+        missing: list[Expected] | None = None,
     ) -> Generator[Command, Outcome, HostLine]:
-        for index, line in enumerate(self._backlog):
-            if match(line):
+        for index, stray in enumerate(self._backlog):
+            if not stray.answered and match(stray.line):
                 del self._backlog[index]
-                return line
+                return stray.line
         seconds = self._timeout(timeout)
-        deadline = self._clock() + seconds
+        if deadline is None:
+            deadline = self._clock() + seconds
         while True:
-            outcome = yield Receive(deadline)
-            if outcome is TIMEOUT:
+            read = yield from self._read(deadline)
+            if read is TIMEOUT:
+                still = ""
+                if missing:
+                    still = f" (still missing {', '.join(map(describe_expected, missing))})"
                 raise self._failure(
-                    f"no matching message came within {seconds:g} s; {self._unmatched()}"
+                    f"no matching message came within {seconds:g} s{still}; {self._unmatched()}"
                 )
-            if outcome is EOF:
+            if read is EOF:
                 self._note_host_closed()
                 raise self._failure(f"the host closed the connection instead; {self._unmatched()}")
-            line = HostLine.parse(_line(outcome))
+            line = _host_line(read)
             if match(line):
                 return line
             yield from self._absorb(line)
 
     def _absorb(self, line: HostLine) -> Play:
-        """What arrives while the script waits for something else: ping is answered;
-        the rest waits in the backlog for a later step, which may take it."""
+        """What arrives while the script waits for something else: ping is answered; a
+        request no step on this connection will take gets the unplanned answer; the rest
+        waits in the backlog for a later step, which may take it. ``line`` is always the
+        line just read."""
         if line.kind == "request" and line.method == "ping":
             yield from self._send(result_line(line.id, {}))
-        else:
-            self._backlog.append(line)
+            return
+        answer = None
+        if line.kind == "request" and not self._planned(line):
+            answer = self._unplanned_answer(line)
+        self._backlog.append(_Stray(line, answered=answer is not None))
+        if answer is not None:
+            yield from self._send(answer, unplanned=self._received - 1)
 
-    def _send(self, data: bytes) -> Play:
-        outcome = yield Send(data)
+    def _planned(self, line: HostLine) -> bool:
+        """Whether a step still to come on this connection will take ``line``: more of
+        them wait for its method than lines already wait for them. The step running now
+        has not taken it, so it will not."""
+        steps = self.script.steps
+        if self.index < len(steps) and isinstance(steps[self.index], ExpectClose):
+            return False  # the steps after it are for the next connection
+        wanted = 0
+        for step in steps[self.index + 1 :]:
+            if isinstance(step, ServeForever):
+                return True  # it answers every request still waiting
+            if isinstance(step, (Drop, Crash, ExpectClose)):
+                break
+            wanted += takes(step).count(line.method)
+        waiting = sum(1 for s in self._backlog if not s.answered and s.line.method == line.method)
+        return wanted > waiting
+
+    def _unplanned_answer(self, request: HostLine) -> bytes | None:
+        """The answer the script's ``on_unplanned`` gives ``request`` (``None``: none)."""
+        how = self.script.unplanned_at(self.index)
+        if how.answer == "none":
+            return None
+        if how.answer == "result":
+            return result_line(request.id, how.result)
+        message = how.message if how.message is not None else f"Method not found: {request.method}"
+        return error_line(request.id, how.code, message, how.data)
+
+    def _send(self, data: bytes, *, unplanned: int | None = None) -> Play:
+        outcome = yield Send(data, unplanned)
         if outcome is CLOSED:
             self._note_host_closed()
             raise self._failure("the host had closed the connection: the write failed")
 
     # -- small helpers -------------------------------------------------------------------
 
-    def _expected_id(self) -> Any:
-        expected = self._expected
-        if expected is None:
+    def _request_id(self, to: str | None) -> Any:
+        """The id of the request a reply answers: the one labelled ``to``, or the one
+        the last expecting step took."""
+        if to is not None:
+            chosen = self._labels.get(to)
+            if chosen is None:
+                raise self._failure(
+                    f"no message labelled {to!r} was expected on this connection before it"
+                )
+            which = f"the message labelled {to!r}"
+        elif not self._expected:
             raise self._failure("no request was expected on this connection before it")
-        if expected.kind != "request":
-            raise self._failure(f"the last message expected, {expected.describe()}, has no id")
-        return expected.id
+        elif len(self._expected) > 1:
+            raise self._failure(
+                f"the last step expected {len(self._expected)} messages: say which to answer "
+                "with to="
+            )
+        else:
+            chosen = self._expected[0]
+            which = "the last message expected"
+        if chosen.kind != "request":
+            raise self._failure(f"{which}, {chosen.describe()}, has no id")
+        return chosen.id
 
     def _note_host_closed(self) -> None:
         self._link = _Link.HOST_CLOSED
@@ -464,18 +596,21 @@ def _answer_to(request_id: int | str | None, id_raw: str | None) -> _AnswerTo:
     return _AnswerTo(request_id=value if valid else None)
 
 
-def _line(outcome: Outcome) -> bytes:
-    assert isinstance(outcome, bytes), outcome
-    return outcome
+def _host_line(read: bytes | Signal) -> HostLine:
+    assert isinstance(read, bytes), read
+    return HostLine.parse(read)
 
 
 def _json(value: Any) -> str:
     return msgspec.json.encode(value).decode()
 
 
-def _unmatched(backlog: list[HostLine]) -> str:
+def _unmatched(backlog: list[_Stray]) -> str:
     if not backlog:
         return "the host sent nothing else"
-    shown = "; ".join(line.describe() for line in backlog[:_SHOWN])
+    shown = "; ".join(
+        s.line.describe() + (", answered as unplanned" if s.answered else "")
+        for s in backlog[:_SHOWN]
+    )
     more = f"; and {len(backlog) - _SHOWN} more" if len(backlog) > _SHOWN else ""
     return f"the host sent instead: {shown}{more}"

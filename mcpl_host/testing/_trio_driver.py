@@ -102,6 +102,8 @@ async def drive(
             return await _receive(current, command.deadline, record)
         if isinstance(command, Send):
             assert current is not None
+            if command.unplanned is not None:
+                record.add_unplanned(current.number, command.unplanned, command.data)
             try:
                 await current.link.stream.send_all(command.data)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):

@@ -1,14 +1,15 @@
 """``Record``: everything the host sent a scripted server, connection by connection.
 
 Every line the server read is kept verbatim (``raw``) with its decoded JSON value, in
-order. The helpers select from it and assert on it; an assertion that fails shows
-everything the host sent, so the failure explains itself.
+order, and for a request no step planned for, the answer the script gave it. The
+helpers select from it and assert on it; an assertion that fails shows everything the
+host sent, so the failure explains itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import msgspec
@@ -26,10 +27,13 @@ class Received:
     ``raw`` is the line as read, without its newline; ``message`` its JSON value
     (``None`` when ``is_json`` is false); ``kind`` one of ``request``,
     ``notification``, ``response``, ``batch``, ``other``, ``not-json``.
+    ``unplanned_answer`` is the line (without its newline) the script answered this
+    request with because no step planned for it, else ``None``.
     """
 
     connection: int
     line: HostLine
+    unplanned_answer: bytes | None = None
 
     @property
     def raw(self) -> bytes:
@@ -65,6 +69,18 @@ class Record:
     def add_line(self, connection: int, raw: bytes) -> None:
         self.entries.append(Received(connection, HostLine.parse(raw)))
 
+    def add_unplanned(self, connection: int, number: int, answer: bytes) -> None:
+        """The script answered line ``number`` (from 0) of ``connection`` with
+        ``answer``, as unplanned."""
+        seen = 0
+        for index, entry in enumerate(self.entries):
+            if entry.connection == connection:
+                if seen == number:
+                    self.entries[index] = replace(entry, unplanned_answer=answer.rstrip(b"\n"))
+                    return
+                seen += 1
+        raise ValueError(f"connection {connection} has no line {number}")
+
     # -- selecting -----------------------------------------------------------------------
 
     def lines(self, *, connection: int | None = None) -> list[bytes]:
@@ -84,6 +100,16 @@ class Record:
     ) -> list[Any]:
         """The host's notifications (a string ``method``, no ``id``), by method if given."""
         return self._with_method("notification", method, connection)
+
+    def unplanned(self, method: str | None = None, *, connection: int | None = None) -> list[Any]:
+        """The requests no step planned for, which the script answered as
+        ``on_unplanned`` says (by method if given)."""
+        return [
+            entry.message
+            for entry in self._of(connection)
+            if entry.unplanned_answer is not None
+            and (method is None or entry.line.method == method)
+        ]
 
     def answers(self, *, connection: int | None = None) -> list[Any]:
         """The host's responses to what the script sent, an array's entries one by one."""
@@ -131,7 +157,9 @@ class Record:
         if not self.entries:
             return "the host sent nothing"
         shown = "\n".join(
-            f"  [connection {entry.connection}] {entry.line.describe()}" for entry in self.entries
+            f"  [connection {entry.connection}] {entry.line.describe()}"
+            + (", answered as unplanned" if entry.unplanned_answer is not None else "")
+            for entry in self.entries
         )
         return f"the host sent:\n{shown}"
 

@@ -16,13 +16,17 @@ import msgspec
 from ._wire import MIN_OVERSIZED
 from .steps import (
     DEFAULT_TIMEOUT,
+    DEFAULT_UNPLANNED,
     Crash,
     Drop,
     Expect,
+    ExpectAll,
     ExpectAnswer,
     ExpectClose,
+    Expected,
     Handshake,
     Notify,
+    OnUnplanned,
     RefuseConnections,
     Reply,
     ReplyError,
@@ -35,9 +39,10 @@ from .steps import (
     ServeForever,
     Step,
     Wait,
+    names,
 )
 
-__all__ = ["AUTO", "DEFAULT_TIMEOUT", "Script"]
+__all__ = ["AUTO", "DEFAULT_TIMEOUT", "Expected", "Script"]
 
 _DECODER: Final = msgspec.json.Decoder(ScriptData)
 
@@ -61,7 +66,9 @@ class Script:
     """A fluent builder of a scripted server's steps; every method returns the script.
 
     ``timeout`` bounds every wait for the host (a step's own ``timeout`` overrides it), so
-    a script that is not followed fails with an error instead of hanging.
+    a script that is not followed fails with an error instead of hanging. Likewise a
+    request no step plans for is answered (-32601 unless :meth:`on_unplanned` or
+    :meth:`ignore_unplanned` says otherwise), so the host does not hang on it either.
 
     Raises ``ValueError`` (a bad timeout, size or count) and ``TypeError`` (a value JSON
     cannot carry) when a step is added, not when it runs.
@@ -131,32 +138,102 @@ class Script:
 
     # -- what the host sends -------------------------------------------------------------
 
-    def expect(self, method: str, params: Any = None, *, timeout: float | None = None) -> Script:
+    def expect(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        label: str | None = None,
+        timeout: float | None = None,
+    ) -> Script:
         """Wait for the host's next request or notification named ``method``; others
         arriving meanwhile are recorded (a ``ping`` is answered ``{}`` unless this step
-        expects ``ping``). With ``params``, the message's params must equal them."""
+        expects ``ping``). With ``params``, the message's params must equal them.
+        ``label`` names it for ``reply(to=...)`` (by default its method does)."""
         return self._add(
             Expect(
                 method=_text("method", method),
                 params=_json("params", params),
+                label=_label(label),
                 timeout=_optional_timeout(timeout),
             )
         )
 
-    def reply(self, result: Any = _EMPTY) -> Script:
-        """Answer the last expected request with ``result`` (default ``{}``; ``None``
-        writes ``"result": null``) under its own id."""
+    def expect_all(self, *expected: str | Expected, timeout: float | None = None) -> Script:
+        """Wait until the host has sent every one of ``expected`` (a method, or an
+        :class:`Expected` with params and a label), in any order. A message goes to a
+        member whose params it has, else to one of its method without params; one of an
+        expected method with other params fails the script. Raises ``ValueError`` for no
+        members or two of one name (label, else method)."""
+        if not expected:
+            raise ValueError("expect_all needs at least one message to expect")
+        members = tuple(_expected(index, item) for index, item in enumerate(expected))
+        given = [member.name for member in members]
+        twice = sorted({name for name in given if given.count(name) > 1})
+        if twice:
+            raise ValueError(
+                f"expect_all names {', '.join(map(repr, twice))} twice: give each a label"
+            )
+        return self._add(ExpectAll(expected=members, timeout=_optional_timeout(timeout)))
+
+    def reply(self, result: Any = _EMPTY, *, to: str | None = None) -> Script:
+        """Answer a request with ``result`` (default ``{}``; ``None`` writes
+        ``"result": null``) under its own id: the one labelled ``to`` (its label, else
+        its method), else the one the last ``expect`` took. Raises ``ValueError`` when
+        no earlier step names ``to``, or ``to`` is missing after an ``expect_all`` of
+        several."""
         if result is _EMPTY:
             result = {}
-        return self._add(Reply(result=_json("result", result)))
+        return self._add(Reply(result=_json("result", result), to=self._to(to)))
 
-    def reply_error(self, code: int, message: str, data: Any = None) -> Script:
-        """Answer the last expected request with a JSON-RPC error."""
+    def reply_error(
+        self, code: int, message: str, data: Any = None, *, to: str | None = None
+    ) -> Script:
+        """Answer a request, as :meth:`reply` picks it, with a JSON-RPC error."""
         if isinstance(code, bool) or not isinstance(code, int):
             raise TypeError("an error code must be an integer")
         return self._add(
-            ReplyError(code=code, message=_text("message", message), data=_json("data", data))
+            ReplyError(
+                code=code,
+                message=_text("message", message),
+                data=_json("data", data),
+                to=self._to(to),
+            )
         )
+
+    def on_unplanned(
+        self,
+        *,
+        result: Any = _EMPTY,
+        error: int | None = None,
+        message: str | None = None,
+        data: Any = None,
+    ) -> Script:
+        """From here on, answer a request that no step still to come on its connection
+        will take (and that is not ``ping``) with ``result``, or else with the error
+        ``error`` (default -32601), ``message`` (default ``Method not found:
+        <method>``) and ``data``. Until a script says otherwise: -32601. Raises
+        ``ValueError`` when given both a result and an error."""
+        if result is not _EMPTY:
+            if error is not None or message is not None or data is not None:
+                raise ValueError("on_unplanned answers with a result or an error, not both")
+            return self._add(OnUnplanned(answer="result", result=_json("result", result)))
+        if error is not None and (isinstance(error, bool) or not isinstance(error, int)):
+            raise TypeError("an error code must be an integer")
+        # From the default itself when no code is given, so that its JSON leaves it out.
+        how = DEFAULT_UNPLANNED if error is None else OnUnplanned(code=error)
+        return self._add(
+            msgspec.structs.replace(
+                how,
+                message=None if message is None else _text("message", message),
+                data=_json("data", data),
+            )
+        )
+
+    def ignore_unplanned(self) -> Script:
+        """From here on, leave a request no step will take unanswered (recorded, and
+        shown when a step fails), until an ``on_unplanned`` step says otherwise."""
+        return self._add(OnUnplanned(answer="none"))
 
     def expect_answer(self, *, timeout: float | None = None) -> Script:
         """Wait for the host's answer to the last request the script sent: the response
@@ -264,6 +341,22 @@ class Script:
         self._steps.append(step)
         return self
 
+    def _to(self, to: str | None) -> str | None:
+        """``to`` checked against the steps so far: a reply must be able to find its
+        request (whether it is on the same connection is known only when it runs)."""
+        expecting = [step for step in self._steps if isinstance(step, (Expect, ExpectAll))]
+        if to is None:
+            if (
+                expecting
+                and isinstance(expecting[-1], ExpectAll)
+                and len(expecting[-1].expected) > 1
+            ):
+                raise ValueError("the last step expects several messages: say which with to=")
+            return None
+        if _text("to", to) not in {name for step in expecting for name in names(step)}:
+            raise ValueError(f"no step before this one expects a message named {to!r}")
+        return to
+
 
 def _json(name: str, value: Any) -> Any:
     """``value`` as plain JSON data (tuples become lists), so that the script is the
@@ -284,6 +377,27 @@ def _json(name: str, value: Any) -> Any:
             plain[key] = _json(f"{name}[{key!r}]", item)
         return plain
     raise TypeError(f"{name} holds a {type(value).__name__}, which is not plain JSON data")
+
+
+def _expected(index: int, item: str | Expected) -> Expected:
+    """A member of ``expect_all`` as plain data, checked like ``expect``'s arguments."""
+    if isinstance(item, str):
+        return Expected(item)
+    if not isinstance(item, Expected):
+        raise TypeError(f"expect_all takes methods and Expected, not {type(item).__name__}")
+    return Expected(
+        _text(f"expected[{index}].method", item.method),
+        _json(f"expected[{index}].params", item.params),
+        _label(item.label),
+    )
+
+
+def _label(value: str | None) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError("a label must be a string")
+    if value == "":
+        raise ValueError("a label must not be empty")
+    return value
 
 
 def _text(name: str, value: Any) -> str:

@@ -124,6 +124,14 @@ class _Process:
         if isinstance(command, Receive):
             return self.receive(command.deadline)
         if isinstance(command, Send):
+            if command.unplanned is not None:
+                self.log.write(
+                    journal.Unplanned(
+                        connection=self.player.connection,
+                        line=command.unplanned,
+                        answer=command.data.rstrip(b"\n").decode(),
+                    )
+                )
             return self.send(command.data)
         if isinstance(command, Accept):
             if self.phase is not _Phase.WAITING:

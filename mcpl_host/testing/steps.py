@@ -11,19 +11,23 @@ script's default.
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "DEFAULT_UNPLANNED",
     "Crash",
     "Drop",
     "Expect",
+    "ExpectAll",
     "ExpectAnswer",
     "ExpectClose",
+    "Expected",
     "Handshake",
     "Notify",
+    "OnUnplanned",
     "RefuseConnections",
     "Reply",
     "ReplyError",
@@ -37,6 +41,9 @@ __all__ = [
     "Step",
     "Wait",
     "describe",
+    "describe_expected",
+    "names",
+    "takes",
 ]
 
 
@@ -61,25 +68,68 @@ class Handshake(_Step, tag="handshake", frozen=True):
 class Expect(_Step, tag="expect", frozen=True):
     """Wait for the host's next request or notification named ``method``.
 
-    ``params`` (when not ``None``) must equal the message's params.
+    ``params`` (when not ``None``) must equal the message's params. ``label`` names
+    what it takes for a later ``reply(to=...)``; ``None``: the method names it.
     """
 
     method: str
     params: Any = None
+    label: str | None = None
+    timeout: float | None = None
+
+    @property
+    def name(self) -> str:
+        """What ``reply(to=...)`` calls the message this takes."""
+        return self.method if self.label is None else self.label
+
+
+class Expected(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One of the messages an ``expect_all`` step waits for: as ``expect`` has them."""
+
+    method: str
+    params: Any = None
+    label: str | None = None
+
+    @property
+    def name(self) -> str:
+        """What ``reply(to=...)`` calls the message this takes."""
+        return self.method if self.label is None else self.label
+
+
+class ExpectAll(_Step, tag="expect_all", frozen=True):
+    """Wait until the host has sent every one of ``expected``, in any order."""
+
+    expected: tuple[Expected, ...]
     timeout: float | None = None
 
 
 class Reply(_Step, tag="reply", frozen=True):
-    """Answer the last expected request with ``result``, under its own id."""
+    """Answer a request with ``result``, under its own id: the one labelled ``to``, or
+    (``to`` is ``None``) the one the last expecting step took."""
 
     result: Any = None
+    to: str | None = None
 
 
 class ReplyError(_Step, tag="reply_error", frozen=True):
-    """Answer the last expected request with a JSON-RPC error (``data`` left out if None)."""
+    """Answer a request, as ``Reply`` picks it, with a JSON-RPC error (``data`` left out
+    if None)."""
 
     code: int
     message: str
+    data: Any = None
+    to: str | None = None
+
+
+class OnUnplanned(_Step, tag="on_unplanned", frozen=True):
+    """From here on, how to answer a request that no step on its connection will take:
+    ``answer`` is ``error`` (``code``, ``message``, ``data``), ``result`` or ``none``
+    (leave it unanswered). ``message`` ``None``: ``Method not found: <method>``."""
+
+    answer: Literal["error", "result", "none"] = "error"
+    result: Any = None
+    code: int = -32601
+    message: str | None = None
     data: Any = None
 
 
@@ -165,6 +215,7 @@ class ServeForever(_Step, tag="serve_forever", frozen=True):
 Step: TypeAlias = (
     Handshake
     | Expect
+    | ExpectAll
     | Reply
     | ReplyError
     | SendRequest
@@ -180,6 +231,7 @@ Step: TypeAlias = (
     | RefuseConnections
     | ExpectClose
     | ServeForever
+    | OnUnplanned
 )
 
 
@@ -201,6 +253,41 @@ class ScriptData(msgspec.Struct, frozen=True, kw_only=True):
                 return float(own)
         return self.timeout
 
+    def unplanned_at(self, index: int) -> OnUnplanned:
+        """How to answer an unplanned request during step ``index``: as the last
+        ``on_unplanned`` step before it says, else :data:`DEFAULT_UNPLANNED`."""
+        for step in reversed(self.steps[:index]):
+            if isinstance(step, OnUnplanned):
+                return step
+        return DEFAULT_UNPLANNED
+
+
+DEFAULT_UNPLANNED: Final = OnUnplanned()
+"""How a script answers an unplanned request until an ``on_unplanned`` step says
+otherwise: -32601, ``Method not found: <method>``."""
+
+
+def names(step: Step) -> tuple[str, ...]:
+    """What ``reply(to=...)`` calls the messages ``step`` takes."""
+    match step:
+        case Expect():
+            return (step.name,)
+        case ExpectAll():
+            return tuple(expected.name for expected in step.expected)
+    return ()
+
+
+def takes(step: Step) -> tuple[str, ...]:
+    """The methods of the host's messages ``step`` waits for, one entry per message."""
+    match step:
+        case Handshake():
+            return ("initialize", "notifications/initialized")
+        case Expect():
+            return (step.method,)
+        case ExpectAll():
+            return tuple(expected.method for expected in step.expected)
+    return ()
+
 
 _CUT = 60
 # The first member of these steps reads as an argument, not a keyword.
@@ -211,6 +298,8 @@ _POSITIONAL = frozenset(
 
 def describe(step: Step) -> str:
     """``expect('tools/call', params={...})``: a step as a failure message names it."""
+    if isinstance(step, ExpectAll):
+        return f"expect_all({', '.join(describe_expected(e) for e in step.expected)})"
     shown: list[str] = []
     for field in msgspec.structs.fields(step):
         value = getattr(step, field.name)
@@ -218,9 +307,21 @@ def describe(step: Step) -> str:
         default = field.required is False and value == field.default and field.name != "id"
         if field.name == "timeout" or default:
             continue
-        text = repr(value)
-        if len(text) > _CUT:
-            text = text[: _CUT - 1] + "…"
+        text = _cut(repr(value))
         positional = not shown and field.name in _POSITIONAL
         shown.append(text if positional else f"{field.name}={text}")
     return f"{step.__struct_config__.tag}({', '.join(shown)})"
+
+
+def describe_expected(expected: Expected) -> str:
+    """``'tools/call' params={...} label='slow'``: one member of an ``expect_all``."""
+    text = repr(expected.method)
+    if expected.params is not None:
+        text += f" params={_cut(repr(expected.params))}"
+    if expected.label is not None:
+        text += f" label={_cut(repr(expected.label))}"
+    return text
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _CUT else text[: _CUT - 1] + "…"

@@ -109,7 +109,8 @@ async def test_crash_fails_the_pending_request(mode: Mode) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_failure_surfaces_in_every_mode(mode: Mode) -> None:
-    script = Script(timeout=0.5).handshake().expect("tools/call").reply({})
+    # tools/list is left unanswered, so that the host sees the failed server go.
+    script = Script(timeout=0.5).handshake().ignore_unplanned().expect("tools/call").reply({})
     with trio.fail_after(10):
         async with serve(script, mode) as server, Connection(server.target) as conn:
             with pytest.raises(ConnectionClosed):  # the failed server went away
@@ -117,7 +118,7 @@ async def test_a_failure_surfaces_in_every_mode(mode: Mode) -> None:
             with pytest.raises(ScriptFailed) as info:
                 await server.wait_done()
     assert str(info.value) == (
-        "scripted server, step 2 expect('tools/call') on connection 1: no matching message "
+        "scripted server, step 3 expect('tools/call') on connection 1: no matching message "
         "came within 0.5 s; the host sent instead: request 'tools/list' (id 2)"
     )
 

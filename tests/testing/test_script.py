@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import msgspec
 import pytest
 
-from mcpl_host.testing import Script
+from mcpl_host.testing import Expected, Script
 from mcpl_host.testing._wire import MIN_OVERSIZED, oversized_line
-from mcpl_host.testing.steps import Expect, Handshake, SendRequest, describe
+from mcpl_host.testing.steps import (
+    DEFAULT_UNPLANNED,
+    Expect,
+    Handshake,
+    OnUnplanned,
+    Reply,
+    SendRequest,
+    describe,
+)
 
 
 def everything() -> Script:
@@ -131,3 +140,102 @@ def test_describe() -> None:
     assert long.endswith("…)")
     assert len(long) < 80
     assert repr(everything()) == "Script(21 steps, timeout=3)"
+
+
+def concurrent() -> Script:
+    return (
+        Script()
+        .on_unplanned(result={"ok": True})
+        .handshake()
+        .expect("tools/call", label="slow")
+        .expect_all("tools/list", Expected("tools/call", ({"name": "a"},), label="a"))
+        .reply({"tools": []}, to="tools/list")
+        .reply_error(-32602, "no", to="a")
+        .reply({}, to="slow")
+        .on_unplanned(error=-32000, message="busy", data=[1])
+        .ignore_unplanned()
+        .on_unplanned()
+    )
+
+
+def test_concurrent_steps_round_trip_through_json() -> None:
+    script = concurrent()
+    again = Script.from_json(script.to_json())
+    assert again.steps == script.steps
+    assert again.to_json() == script.to_json()
+    document = msgspec.json.decode(script.to_json())["steps"]
+    assert document[0] == {"step": "on_unplanned", "answer": "result", "result": {"ok": True}}
+    assert document[2] == {"step": "expect", "method": "tools/call", "label": "slow"}
+    assert document[3] == {
+        "step": "expect_all",
+        "expected": [
+            {"method": "tools/list"},
+            {"method": "tools/call", "params": [{"name": "a"}], "label": "a"},
+        ],
+    }
+    assert document[4:] == [
+        {"step": "reply", "result": {"tools": []}, "to": "tools/list"},
+        {"step": "reply_error", "code": -32602, "message": "no", "to": "a"},
+        {"step": "reply", "result": {}, "to": "slow"},
+        {"step": "on_unplanned", "code": -32000, "message": "busy", "data": [1]},
+        {"step": "on_unplanned", "answer": "none"},
+        {"step": "on_unplanned"},
+    ]
+
+
+def test_which_unplanned_answer_applies_where() -> None:
+    data = concurrent().data()
+    assert data.unplanned_at(0) == DEFAULT_UNPLANNED
+    assert data.unplanned_at(1) == OnUnplanned(answer="result", result={"ok": True})
+    assert data.unplanned_at(8) == OnUnplanned(code=-32000, message="busy", data=[1])
+    assert data.unplanned_at(9).answer == "none"
+    assert data.unplanned_at(10) == DEFAULT_UNPLANNED == OnUnplanned(answer="error", code=-32601)
+
+
+@pytest.mark.parametrize(
+    ("build", "error", "message"),
+    [
+        (lambda: Script().expect_all(), ValueError, "at least one"),
+        (lambda: Script().expect_all("a", "a"), ValueError, "names 'a' twice"),
+        (
+            lambda: Script().expect_all(Expected("a", label="x"), Expected("b", label="x")),
+            ValueError,
+            "names 'x' twice",
+        ),
+        (lambda: Script().expect_all(("a", None)), TypeError, "methods and Expected"),
+        (lambda: Script().expect_all(Expected("a", {1, 2})), TypeError, "expected[0].params"),
+        (lambda: Script().expect_all(Expected(1)), TypeError, "expected[0].method"),
+        (lambda: Script().expect("a", label=""), ValueError, "empty"),
+        (lambda: Script().expect("a", label=1), TypeError, "a label"),
+        (lambda: Script().reply(to="a"), ValueError, "no step before this one"),
+        (lambda: Script().expect("a", label="x").reply(to="a"), ValueError, "named 'a'"),
+        (lambda: Script().expect_all("a", "b").reply(), ValueError, "say which with to="),
+        (lambda: Script().expect_all("a", "b").reply_error(1, "m"), ValueError, "say which"),
+        (lambda: Script().on_unplanned(result={}, error=-1), ValueError, "not both"),
+        (lambda: Script().on_unplanned(result=None, message="m"), ValueError, "not both"),
+        (lambda: Script().on_unplanned(error=True), TypeError, "integer"),
+        (lambda: Script().on_unplanned(result={1}), TypeError, "plain JSON"),
+    ],
+)
+def test_bad_concurrent_steps_fail_when_added(
+    build: Any, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        build()
+
+
+def test_replies_that_need_no_to() -> None:
+    # One member, or the last expecting step a plain expect: the latest is unambiguous.
+    assert Script().expect_all("a").reply().steps[-1] == Reply(result={})
+    assert Script().expect_all("a", "b").expect("c").reply().steps[-1] == Reply(result={})
+    # A label may be reused: to= names the latest step that gave it.
+    assert Script().expect("a").expect("a").reply(to="a").steps[-1] == Reply(result={}, to="a")
+
+
+def test_describe_concurrent_steps() -> None:
+    step = concurrent().steps[3]
+    assert describe(step) == (
+        "expect_all('tools/list', 'tools/call' params=[{'name': 'a'}] label='a')"
+    )
+    assert describe(concurrent().steps[4]) == "reply({'tools': []}, to='tools/list')"
+    assert describe(OnUnplanned(answer="none")) == "on_unplanned(answer='none')"
