@@ -235,6 +235,20 @@ async def test_batch_on_2025_03_26_answered_in_request_order() -> None:
     assert ListChanged("tools") in events
 
 
+async def test_initialize_in_a_2025_03_26_batch_gets_32600_for_that_entry() -> None:
+    with trio.fail_after(5):
+        async with connected("2025-03-26") as (_c, peer, _n):
+            await peer.send(
+                b'[{"jsonrpc":"2.0","id":"i","method":"initialize","params":{}},'
+                b'{"jsonrpc":"2.0","id":3,"method":"ping"}]'
+            )
+            assert await peer.recv_line() == (
+                b'[{"jsonrpc":"2.0","id":"i","error":{"code":-32600,'
+                b'"message":"Invalid Request: initialize must not be part of a batch"}},'
+                b'{"jsonrpc":"2.0","id":3,"result":{}}]'
+            )
+
+
 async def test_batch_of_notifications_writes_nothing() -> None:
     with trio.fail_after(5):
         async with connected("2024-11-05") as (_c, peer, _n):
