@@ -100,6 +100,21 @@ async def test_error_answer_raises_with_code_message_and_data() -> None:
     assert "canary" not in str(info.value)
 
 
+async def test_a_result_beside_error_null_is_the_result() -> None:
+    with trio.fail_after(5):
+        async with connected() as (conn, peer, nursery):
+
+            async def server() -> None:
+                request = await peer.recv()
+                await peer.send(
+                    b'{"jsonrpc":"2.0","id":%d,"result":{"tools":[]},"error":null}'
+                    % request["id"]
+                )
+
+            nursery.start_soon(server)
+            assert await conn.request("tools/list") == {"tools": []}
+
+
 async def test_answer_with_neither_result_nor_error() -> None:
     with trio.fail_after(5):
         async with connected() as (conn, peer, nursery):
