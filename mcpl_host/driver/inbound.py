@@ -236,11 +236,8 @@ class Inbound:
         epoch.log.debug("message", direction="in", id=response.id, outcome=Outcome.RESPONSE_MATCHED)
         if response.error is not None:
             code, message, data = describe_error_member(response.error, self.redactor)
-            pending.settle(
-                error=RequestError(
-                    code if code is not None else INTERNAL_ERROR, message, data, server=self.server
-                )
-            )
+            # No usable code stays None: the caller sees that the server gave none.
+            pending.settle(error=RequestError(code, message, data, server=self.server))
         elif response.result is not None:
             pending.settle(result=response.result)
         else:
@@ -330,7 +327,8 @@ class Inbound:
                 except RequestError as exc:
                     # None means "no data" here: an error answer omits the member.
                     data = UNSET if exc.data is None else exc.data
-                    await self._fail_request(epoch, responder, exc.code, exc.error_message, data)
+                    code = INTERNAL_ERROR if exc.code is None else exc.code
+                    await self._fail_request(epoch, responder, code, exc.error_message, data)
                 except msgspec.ValidationError as exc:
                     await self._fail_request(
                         epoch,

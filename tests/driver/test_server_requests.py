@@ -81,6 +81,20 @@ async def test_invalid_requests_answered_once_never_dispatched(line: bytes, answ
     assert called == []
 
 
+async def test_a_handler_error_without_a_code_is_answered_32603() -> None:
+    # A RequestError re-raised from another server may carry no code (None); the answer
+    # on the wire must still have an integer one.
+    async def relays(request: ServerRequest) -> Any:
+        raise RequestError(None, "upstream failed")
+
+    with trio.fail_after(5):
+        async with connected(handlers={"a/relay": relays}) as (_conn, peer, _nursery):
+            await peer.send(b'{"jsonrpc":"2.0","id":1,"method":"a/relay"}')
+            assert await peer.recv_line() == (
+                b'{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"upstream failed"}}'
+            )
+
+
 async def test_handler_result_error_and_failure() -> None:
     async def echo(request: ServerRequest) -> Any:
         return {"params": msgspec.json.decode(request.params or b"null")}
