@@ -166,6 +166,11 @@ class Inbound:
                 # MCPL's terms for this transport) even before the connecting task has
                 # written notifications/initialized.
                 epoch.profile = step.profile
+                # A transport whose requests name the revision (HTTP's header) learns it
+                # here, once accepted, never from the server's answer alone.
+                use_revision = getattr(epoch.transport, "use_revision", None)
+                if use_revision is not None:
+                    use_revision(step.profile.revision)
                 if self.mcpl is not None:
                     self.mcpl.bind(epoch, step.result.capabilities)
             epoch.handshake_step = step

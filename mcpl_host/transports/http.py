@@ -9,7 +9,10 @@ request of the POST was answered), or 202 (a notification or a response: nothing
 comes back). Once the session is initialized a GET stream carries what the server sends
 on its own (405: the server has none). The server's ``Mcp-Session-Id`` goes back on
 every request, ``MCP-Protocol-Version`` too where the agreed revision's profile says so
-(2025-06-18 on), and closing sends DELETE (405 is an answer too).
+(2025-06-18 on), and closing sends DELETE (405 is an answer too). The agreed revision is
+the one the connection accepted (:meth:`HttpTransport.use_revision`), never merely the
+one the server answered: a revision outside the allowlist fails the connect, and the
+closing DELETE must not claim it.
 
 A 404 on a live session ends the transport with the reason ``session-expired``: the
 connection starts a new session with a fresh initialize and rebinds what was pending by
@@ -52,7 +55,6 @@ class _Peek(msgspec.Struct):
 
     id: Any = None
     method: str | None = None
-    result: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
 _peek_one = msgspec.json.Decoder(_Peek)
@@ -122,8 +124,9 @@ class HttpTransport:
         self.stream = HttpStream(self)
         self._send, self.inbound = trio.open_memory_channel[bytes](_INBOUND_BUFFER)
         self.session_id: str | None = None
+        # The revision in force: set by the connection once it accepted the server's
+        # answer, so a refused revision never reaches a header.
         self.protocol_version: str | None = None
-        self._initialize_id: Any = None
         self._listening = False
         self._listen_ready = trio.Event()  # the GET stream answered (or failed)
         self._tasks: trio.Nursery | None = None
@@ -155,6 +158,11 @@ class HttpTransport:
             self._send.close()
             await self._client.aclose()
 
+    def use_revision(self, revision: str) -> None:
+        """The connection accepted ``revision`` for this session: from now on its
+        requests say so in ``MCP-Protocol-Version`` where the revision has the header."""
+        self.protocol_version = revision
+
     def _end(self, reason: str) -> None:
         """The session is over on the server's word: the connection reads the end."""
         if self.stream.end_reason is None:
@@ -183,9 +191,6 @@ class HttpTransport:
         """POST one line in a task of its own (requests never wait for each other)."""
         if self._tasks is None or self._closed:
             raise trio.ClosedResourceError("the HTTP transport is closed")
-        for message in messages:
-            if message.method == "initialize" and message.id is not None:
-                self._initialize_id = message.id
         self._tasks.start_soon(self._post, line, messages)
 
     async def _post(self, line: bytes, messages: list[_Peek]) -> None:
@@ -271,23 +276,10 @@ class HttpTransport:
     async def _deliver(self, payload: bytes) -> None:
         if not payload.strip():
             return
-        self._learn_version(payload)
         # JSON allows CR and LF only between tokens: as spaces the message is one line.
         line = payload.replace(b"\r", b" ").replace(b"\n", b" ") + b"\n"
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             await self._send.send(line)
-
-    def _learn_version(self, payload: bytes) -> None:
-        if self._initialize_id is None:
-            return
-        for message in _peek(payload):
-            if message.id == self._initialize_id and message.result is not msgspec.UNSET:
-                with contextlib.suppress(msgspec.DecodeError):
-                    result = msgspec.json.decode(message.result)
-                    version = result.get("protocolVersion") if isinstance(result, dict) else None
-                    if isinstance(version, str):
-                        self.protocol_version = version
-                self._initialize_id = None
 
     # -- event streams ----------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from mcpl_host import (
     HttpTarget,
     Reconnected,
     RequestError,
+    VersionError,
 )
 
 from .http_server import ScriptedHttpServer, Sse
@@ -57,6 +58,25 @@ async def test_json_answers_sessions_and_headers_on_the_wire() -> None:
     assert gets[0].headers["accept"] == "text/event-stream"
     deletes = [s for s in server.seen if s.method == "DELETE"]
     assert [d.headers["mcp-session-id"] for d in deletes] == [session]
+
+
+async def test_the_closing_delete_never_claims_a_refused_revision() -> None:
+    def answer(message: dict[str, Any], session: str | None) -> Any:
+        return None if "id" not in message else result(message, {})
+
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10):
+        server.version = "2025-06-18"  # a revision with the header, outside the allowlist
+        with pytest.raises(VersionError):
+            async with Connection(HttpTarget(server.url), versions=["2025-11-25"]):
+                pytest.fail("connected")
+        refused = [s for s in server.seen if s.method == "DELETE"]
+        server.version = "2025-11-25"
+        async with Connection(HttpTarget(server.url), versions=["2025-11-25"]):
+            pass
+        agreed = [s for s in server.seen if s.method == "DELETE"][len(refused) :]
+    assert len(refused) == 1  # the session the server opened is still ended
+    assert "mcp-protocol-version" not in refused[0].headers  # never agreed
+    assert [d.headers["mcp-protocol-version"] for d in agreed] == ["2025-11-25"]
 
 
 async def test_sse_answers_and_a_server_request_on_the_get_stream() -> None:
