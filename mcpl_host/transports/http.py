@@ -18,7 +18,9 @@ A 404 on a live session ends the transport with the reason ``session-expired``: 
 connection starts a new session with a fresh initialize and rebinds what was pending by
 the rule of a reconnect (docs/reconnect.md). An HTTP error to a POST settles its
 requests with the server's JSON-RPC error when the body is one, else with a -32603
-error naming the status, so no request waits for its timeout. Header values are
+error naming the status, so no request waits for its timeout; an answer that is an array
+where the revision in force has no batches is refused by the connection, and its
+requests are settled the same way. Header values are
 secrets: no log line, error or trace shows them.
 """
 
@@ -251,10 +253,7 @@ class HttpTransport:
         return bytes(body)
 
     async def _json(self, body: bytes, waiting: set[Any]) -> None:
-        for message in _peek(body):
-            if message.method is None:  # an answer (a server request may reuse an id)
-                waiting.discard(message.id)
-        await self._deliver(body)
+        await self._take(body, waiting)
         await self._unanswered(waiting, "the server's JSON answer left it out")
 
     async def _refused(self, status: int, body: bytes, waiting: set[Any]) -> None:
@@ -264,6 +263,37 @@ class HttpTransport:
             return
         self._log.warning("HTTP error", status=status)
         await self._unanswered(waiting, f"HTTP {status}")
+
+    async def _take(self, payload: bytes, waiting: set[Any]) -> None:
+        """Hand ``payload`` (a JSON body, or an event's data) to the connection and
+        strike the requests it answers off ``waiting``.
+
+        An array is an answer only where the revision in force accepts batches. After
+        2025-03-26 (or before any revision is agreed) the connection refuses the array
+        by the batch rule and handles none of its entries, so the requests it answered
+        would wait for their timeouts: they are settled at once with an error instead.
+        """
+        messages = _peek(payload)
+        # A server request may reuse an id; an id of another kind answers nothing of ours.
+        answered = {
+            m.id for m in messages if m.method is None and type(m.id) in (int, str)
+        } & waiting
+        waiting -= answered
+        await self._deliver(payload)
+        if answered and payload.lstrip()[:1] == b"[" and not self._accepts_batches():
+            version = self.protocol_version
+            await self._unanswered(
+                answered,
+                "the server answered with a JSON-RPC batch, which protocol revision "
+                f"{version} does not allow"
+                if version is not None
+                else "the server answered with a JSON-RPC batch before a revision was agreed",
+            )
+
+    def _accepts_batches(self) -> bool:
+        version = self.protocol_version
+        profile = PROFILES.get(version) if version is not None else None
+        return profile is not None and profile.accepts_batches
 
     async def _unanswered(self, waiting: set[Any], why: str) -> None:
         """Settle the requests a POST will never answer, rather than let them wait."""
@@ -315,11 +345,7 @@ class HttpTransport:
                 for event in decoder.feed(chunk):
                     if event.event != "message" or not event.data.strip():
                         continue  # a priming event, or one that is not a message
-                    data = event.data.encode()
-                    for message in _peek(data):
-                        if message.method is None:
-                            waiting.discard(message.id)
-                    await self._deliver(data)
+                    await self._take(event.data.encode(), waiting)
 
     async def _listen(self) -> None:
         """The GET stream: what the server sends outside any answer."""

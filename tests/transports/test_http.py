@@ -211,6 +211,44 @@ async def test_batches_on_2025_03_26_are_received_and_answered_as_one() -> None:
     assert "mcp-protocol-version" not in batch.headers
 
 
+@pytest.mark.parametrize("as_events", [False, True], ids=["json", "event-stream"])
+async def test_an_array_answer_after_2025_03_26_settles_its_request_at_once(
+    as_events: bool,
+) -> None:
+    def answer(message: dict[str, Any], session: str | None) -> Any:
+        if message.get("method") == "tools/call":
+            batch = [result(message, {"content": []})]
+            return Sse(events=[("1", batch)]) if as_events else batch
+        return None if "id" not in message else result(message, {})
+
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10):
+        async with Connection(HttpTarget(server.url), request_timeout=60) as conn:
+            assert conn.protocol_version == "2025-11-25"
+            began = time.monotonic()
+            with pytest.raises(RequestError) as refused:
+                await conn.request("tools/call", {"name": "x"})
+            assert time.monotonic() - began < 5  # not its 60 s timeout
+            assert await conn.request("ping") == {}  # the session goes on
+    assert refused.value.code == -32603
+    assert "JSON-RPC batch" in refused.value.error_message
+    assert "2025-11-25" in refused.value.error_message
+    # The array itself met the batch rule: one -32600 with id null went back.
+    refusals = [s.body for s in server.seen if s.method == "POST" and "error" in s.body]
+    assert [(r["id"], r["error"]["code"]) for r in refusals] == [(None, -32600)]
+
+
+async def test_an_array_answer_on_2025_03_26_is_the_answer() -> None:
+    def answer(message: dict[str, Any], session: str | None) -> Any:
+        if message.get("method") == "tools/call":
+            return [result(message, {"batched": True})]
+        return None if "id" not in message else result(message, {})
+
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10):
+        server.version = "2025-03-26"
+        async with Connection(HttpTarget(server.url)) as conn:
+            assert await conn.request("tools/call", {"name": "x"}) == {"batched": True}
+
+
 async def test_header_values_never_reach_the_logs() -> None:
     def answer(message: dict[str, Any], session: str | None) -> Any:
         return None if "id" not in message else 500
