@@ -141,7 +141,7 @@ class InitializeError(McplHostError):
 class TransportError(McplHostError):
     """The byte stream to the server could not be opened, or broke.
 
-    ``reason`` is a short machine-readable word (``"eof"``, ``"write-failed"``,
+    ``reason`` is a short machine-readable word (``"eof"``, ``"exited"``, ``"write-failed"``,
     ``"read-failed"``, ``"closed"``); the message is safe to show (redacted).
     """
 

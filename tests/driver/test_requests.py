@@ -129,8 +129,7 @@ async def test_a_result_beside_error_null_is_the_result() -> None:
             async def server() -> None:
                 request = await peer.recv()
                 await peer.send(
-                    b'{"jsonrpc":"2.0","id":%d,"result":{"tools":[]},"error":null}'
-                    % request["id"]
+                    b'{"jsonrpc":"2.0","id":%d,"result":{"tools":[]},"error":null}' % request["id"]
                 )
 
             nursery.start_soon(server)
