@@ -125,6 +125,22 @@ def test_an_error_without_a_code_is_reported_without_one(tmp_path: Path) -> None
     assert "request-error (no code) in prompts/list" in readable.stdout
 
 
+def test_an_initialize_error_without_a_code_is_reported_without_one(tmp_path: Path) -> None:
+    argv = server(
+        tmp_path,
+        "refuses_no_code",
+        """
+        request = json.loads(sys.stdin.readline())
+        send({"jsonrpc": "2.0", "id": request["id"], "error": {"message": "go away"}})
+        sys.stdin.read()
+        """,
+    )
+    report, _done = run_json("connect", "--json", "--", *argv)
+    assert report["error"]["kind"] == "initialize-error"
+    assert report["error"]["code"] is None
+    assert "initialize-error (no code)" in run("connect", "--", *argv).stdout
+
+
 def test_a_socket_nobody_listens_on(tmp_path: Path) -> None:
     report, done = run_json("connect", "--json", f"unix:{tmp_path / 'none.sock'}")
     assert done.returncode == 1
