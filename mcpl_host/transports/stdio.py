@@ -48,8 +48,8 @@ _STDERR_DRAIN: Final = 0.5
 # with a warning (shutdown runs shielded, so it must not wait unbounded on others).
 _KILL_SETTLE: Final = 2.0
 # What is still read from stdout once the server exited: what it wrote before it exited
-# (at most a pipe's capacity, 1 MiB at the most on Linux), not a flood from something
-# it left behind.
+# (at most the pipe's capacity: 64 KiB by default on Linux, 1 MiB by default at most
+# for an unprivileged resize), not a flood from something it left behind.
 _DRAIN_AFTER_EXIT: Final = 1024 * 1024
 _POLL_FIRST: Final = 0.005
 _POLL_MAX: Final = 0.05
