@@ -28,6 +28,8 @@ _MIN_WIDTH: Final = 40
 _ELLIPSIS: Final = "…"
 _PARAGRAPH_LINES: Final = 6
 _FIELD_LINES: Final = 3
+# Kinds that are a server's error answer, whose code the server may have left out.
+_ANSWERED: Final = ("initialize-error", "request-error")
 _HEADINGS: Final = (
     ("tools", "tools"),
     ("resources", "resources"),
@@ -132,6 +134,8 @@ def _head(w: _Writer, report: dict[str, Any]) -> None:
 def _failure(w: _Writer, report: dict[str, Any]) -> None:
     error = report["error"]
     code = "" if error.get("code") is None else f" {error['code']}"
+    if not code and error["kind"] in _ANSWERED:
+        code = " (no code)"  # the server's error had none; none is made up
     method = f" in {error['method']}" if error.get("method") else ""
     w.field("failed", w.style.bad(f"{error['kind']}{code}{method}"))
     w.field("message", w.safe(error.get("message", "")))

@@ -166,6 +166,11 @@ class Inbound:
                 # MCPL's terms for this transport) even before the connecting task has
                 # written notifications/initialized.
                 epoch.profile = step.profile
+                # A transport whose requests name the revision (HTTP's header) learns it
+                # here, once accepted, never from the server's answer alone.
+                use_revision = getattr(epoch.transport, "use_revision", None)
+                if use_revision is not None:
+                    use_revision(step.profile.revision)
                 if self.mcpl is not None:
                     self.mcpl.bind(epoch, step.result.capabilities)
             epoch.handshake_step = step
@@ -237,11 +242,8 @@ class Inbound:
         epoch.log.debug("message", direction="in", id=response.id, outcome=Outcome.RESPONSE_MATCHED)
         if response.error is not None:
             code, message, data = describe_error_member(response.error, self.redactor)
-            pending.settle(
-                error=RequestError(
-                    code if code is not None else INTERNAL_ERROR, message, data, server=self.server
-                )
-            )
+            # No usable code stays None: the caller sees that the server gave none.
+            pending.settle(error=RequestError(code, message, data, server=self.server))
         elif response.result is not None:
             pending.settle(result=response.result)
         else:
@@ -328,7 +330,8 @@ class Inbound:
                 except RequestError as exc:
                     # None means "no data" here: an error answer omits the member.
                     data = UNSET if exc.data is None else exc.data
-                    await self._fail_request(epoch, responder, exc.code, exc.error_message, data)
+                    code = INTERNAL_ERROR if exc.code is None else exc.code
+                    await self._fail_request(epoch, responder, code, exc.error_message, data)
                 except msgspec.ValidationError as exc:
                     await self._fail_request(
                         epoch,

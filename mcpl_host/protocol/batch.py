@@ -7,6 +7,7 @@
 | only notifications / responses | nothing written | refused |
 | empty | one -32600 | refused |
 | invalid entry | -32600 for that entry only | refused |
+| ``initialize`` request | -32600 for that entry only | refused |
 
 Before a revision is negotiated an array is ignored.
 """
@@ -52,6 +53,7 @@ class BatchPlan(msgspec.Struct, frozen=True, gc=False):
 
 
 _BEFORE_NEGOTIATION: Final = Ignored("a batch before a protocol revision was negotiated")
+_INITIALIZE_BATCHED: Final = ("initialize must not be part of a batch",)
 
 
 def plan_batch(batch: Batch, profile: Profile | None) -> BatchPlan | BatchRefused | Ignored:
@@ -83,6 +85,10 @@ def _entry(raw: msgspec.Raw) -> Classified:
             (f"a batch entry must be a request, a notification or a response ({entry.reason})",),
             None,
         )
+    if type(entry) is Request and entry.method == "initialize":
+        # 2025-03-26 lifecycle: initialize MUST NOT be part of a batch. A malformed
+        # request, so -32600 for the entry (seed 000), not -32601 from a method lookup.
+        return InvalidRequest(_INITIALIZE_BATCHED, entry.id, entry.method)
     return entry
 
 

@@ -5,7 +5,8 @@ alike (DESIGN 3.2):
 
 1. no ``method`` member: an ``id`` member (any value) makes it a response; an ``error``
    with ``"jsonrpc": "2.0"`` and no id is a response that names no request; anything
-   else is not JSON-RPC and is ignored.
+   else is not JSON-RPC and is ignored. ``"error": null`` counts as no ``error`` member
+   (a result beside it is the answer).
 2. a ``method`` member: a non-string method or an id that is not a string, a safe
    integer or null makes an invalid request (answered -32600 once, never dispatched);
    otherwise an ``id`` member, null included, makes a request and its absence a
@@ -252,6 +253,10 @@ def _decide(
         id_, id_type = _UNSAFE_INTEGER, _Bad
     if method is UNSET:
         result, error = env.result, env.error
+        if error and bytes(error) == b"null":
+            # A response has result or error; "error": null says it has no error (some
+            # peers write both members), so it is not an error with the message "null".
+            error = _EMPTY
         if id_type is int or id_type is str or id_ is None:
             kind = "integer" if id_type is int else "string" if id_type is str else "null"
             return Response(id_, kind, result or None, error or None, jsonrpc2)  # type: ignore[arg-type]

@@ -143,7 +143,7 @@ class InitializeError(McplHostError):
 class TransportError(McplHostError):
     """The byte stream to the server could not be opened, or broke.
 
-    ``reason`` is a short machine-readable word (``"eof"``, ``"write-failed"``,
+    ``reason`` is a short machine-readable word (``"eof"``, ``"exited"``, ``"write-failed"``,
     ``"read-failed"``, ``"closed"``); the message is safe to show (redacted).
     """
 
@@ -190,14 +190,18 @@ class RequestTimeout(McplHostError):
 class RequestError(McplHostError):
     """The server answered a request with a JSON-RPC error.
 
+    ``code`` is the server's integer code, or None when its error member had none (no
+    ``code``, or one that is not an integer): the host does not invent one.
+
     Raised by a handler, it becomes the error answer (its ``code``, ``message`` and
-    ``data``) of the server's request the handler was serving.
+    ``data``) of the server's request the handler was serving; a None ``code`` is
+    answered -32603, since an error answer must carry an integer code.
     """
 
     def __init__(
-        self, code: int, message: str, data: Any = None, *, server: str | None = None
+        self, code: int | None, message: str, data: Any = None, *, server: str | None = None
     ) -> None:
-        super().__init__(f"{message} ({code})", server=server)
+        super().__init__(f"{message} ({'no code' if code is None else code})", server=server)
         self.code = code
         self.error_message = message
         self.data = data

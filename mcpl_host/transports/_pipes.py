@@ -14,6 +14,11 @@ in the order the situation makes likely to succeed:
 
 Cancellation is still checked on entry to both. The ``FdStream`` objects stay the owners
 of the file descriptors: closing goes through them (``notify_closing`` wakes any waiter).
+
+Once the child has exited (:meth:`PipeStream.end_after_exit`), reading no longer waits:
+what is readable is returned, up to a bound, and then the end of the stream, even while
+a process the child started still holds the pipe open (``end_reason`` is then
+``"exited"``; a pipe that reached its own EOF leaves it None).
 """
 
 from __future__ import annotations
@@ -37,6 +42,9 @@ class PipeStream(trio.abc.Stream):
         self._send_closed = False
         self._receive_closed = False
         self._full = False  # the last read filled the buffer: more is probably waiting
+        self._draining = False  # the child exited: read what is there, never wait
+        self._drain_left = 0
+        self.end_reason: str | None = None
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -76,13 +84,15 @@ class PipeStream(trio.abc.Stream):
         if max_bytes is None:
             max_bytes = 64 * 1024
         await trio.lowlevel.checkpoint_if_cancelled()
-        if self._full:
+        if self._full or self._draining:
             await trio.lowlevel.cancel_shielded_checkpoint()
         else:
             await self._wait_readable()
         while True:
             if self._receive_closed:
                 raise trio.ClosedResourceError("the pipe was closed")
+            if self._draining:
+                return self._drain(max_bytes)
             try:
                 data = os.read(self._receive_fd, max_bytes)
             except BlockingIOError:
@@ -93,10 +103,42 @@ class PipeStream(trio.abc.Stream):
                 self._full = len(data) == max_bytes
                 return data
 
+    def end_after_exit(self, drain_bytes: int) -> None:
+        """The child has exited: from now on a read returns what is readable at once, at
+        most ``drain_bytes`` more in all, and then the end of the stream, even if a
+        process the child started keeps the pipe open (or keeps writing). A reader
+        waiting now is woken."""
+        if self._draining or self._receive_closed:
+            return
+        self._draining = True
+        self._drain_left = drain_bytes
+        # Wakes a reader parked in wait_readable (it raises ClosedResourceError there,
+        # which _wait_readable turns into "read on"); the descriptor stays open.
+        trio.lowlevel.notify_closing(self._receive_fd)
+
+    def _drain(self, max_bytes: int) -> bytes:
+        if self._drain_left <= 0:
+            self.end_reason = "exited"  # more may come, but the server is gone
+            return b""
+        try:
+            data = os.read(self._receive_fd, min(max_bytes, self._drain_left))
+        except BlockingIOError:
+            self.end_reason = "exited"  # nothing more now, yet someone holds the pipe
+            return b""
+        except OSError as exc:
+            raise _translate(exc) from exc
+        self._drain_left -= len(data)
+        return data
+
     async def _wait_readable(self) -> None:
         if self._receive_closed:
             raise trio.ClosedResourceError("the pipe was closed")
-        await trio.lowlevel.wait_readable(self._receive_fd)
+        try:
+            await trio.lowlevel.wait_readable(self._receive_fd)
+        except trio.ClosedResourceError:
+            if self._receive_closed or not self._draining:
+                raise
+            # end_after_exit woke us: the caller reads on without waiting.
 
     async def close_send(self) -> None:
         """Close the child's stdin (end of input); reading goes on."""

@@ -9,13 +9,18 @@ request of the POST was answered), or 202 (a notification or a response: nothing
 comes back). Once the session is initialized a GET stream carries what the server sends
 on its own (405: the server has none). The server's ``Mcp-Session-Id`` goes back on
 every request, ``MCP-Protocol-Version`` too where the agreed revision's profile says so
-(2025-06-18 on), and closing sends DELETE (405 is an answer too).
+(2025-06-18 on), and closing sends DELETE (405 is an answer too). The agreed revision is
+the one the connection accepted (:meth:`HttpTransport.use_revision`), never merely the
+one the server answered: a revision outside the allowlist fails the connect, and the
+closing DELETE must not claim it.
 
 A 404 on a live session ends the transport with the reason ``session-expired``: the
 connection starts a new session with a fresh initialize and rebinds what was pending by
 the rule of a reconnect (docs/reconnect.md). An HTTP error to a POST settles its
 requests with the server's JSON-RPC error when the body is one, else with a -32603
-error naming the status, so no request waits for its timeout. Header values are
+error naming the status, so no request waits for its timeout; an answer that is an array
+where the revision in force has no batches is refused by the connection, and its
+requests are settled the same way. Header values are
 secrets: no log line, error or trace shows them.
 """
 
@@ -52,7 +57,6 @@ class _Peek(msgspec.Struct):
 
     id: Any = None
     method: str | None = None
-    result: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
 _peek_one = msgspec.json.Decoder(_Peek)
@@ -122,8 +126,9 @@ class HttpTransport:
         self.stream = HttpStream(self)
         self._send, self.inbound = trio.open_memory_channel[bytes](_INBOUND_BUFFER)
         self.session_id: str | None = None
+        # The revision in force: set by the connection once it accepted the server's
+        # answer, so a refused revision never reaches a header.
         self.protocol_version: str | None = None
-        self._initialize_id: Any = None
         self._listening = False
         self._listen_ready = trio.Event()  # the GET stream answered (or failed)
         self._tasks: trio.Nursery | None = None
@@ -155,6 +160,11 @@ class HttpTransport:
             self._send.close()
             await self._client.aclose()
 
+    def use_revision(self, revision: str) -> None:
+        """The connection accepted ``revision`` for this session: from now on its
+        requests say so in ``MCP-Protocol-Version`` where the revision has the header."""
+        self.protocol_version = revision
+
     def _end(self, reason: str) -> None:
         """The session is over on the server's word: the connection reads the end."""
         if self.stream.end_reason is None:
@@ -183,9 +193,6 @@ class HttpTransport:
         """POST one line in a task of its own (requests never wait for each other)."""
         if self._tasks is None or self._closed:
             raise trio.ClosedResourceError("the HTTP transport is closed")
-        for message in messages:
-            if message.method == "initialize" and message.id is not None:
-                self._initialize_id = message.id
         self._tasks.start_soon(self._post, line, messages)
 
     async def _post(self, line: bytes, messages: list[_Peek]) -> None:
@@ -246,10 +253,7 @@ class HttpTransport:
         return bytes(body)
 
     async def _json(self, body: bytes, waiting: set[Any]) -> None:
-        for message in _peek(body):
-            if message.method is None:  # an answer (a server request may reuse an id)
-                waiting.discard(message.id)
-        await self._deliver(body)
+        await self._take(body, waiting)
         await self._unanswered(waiting, "the server's JSON answer left it out")
 
     async def _refused(self, status: int, body: bytes, waiting: set[Any]) -> None:
@@ -259,6 +263,37 @@ class HttpTransport:
             return
         self._log.warning("HTTP error", status=status)
         await self._unanswered(waiting, f"HTTP {status}")
+
+    async def _take(self, payload: bytes, waiting: set[Any]) -> None:
+        """Hand ``payload`` (a JSON body, or an event's data) to the connection and
+        strike the requests it answers off ``waiting``.
+
+        An array is an answer only where the revision in force accepts batches. After
+        2025-03-26 (or before any revision is agreed) the connection refuses the array
+        by the batch rule and handles none of its entries, so the requests it answered
+        would wait for their timeouts: they are settled at once with an error instead.
+        """
+        messages = _peek(payload)
+        # A server request may reuse an id; an id of another kind answers nothing of ours.
+        answered = {
+            m.id for m in messages if m.method is None and type(m.id) in (int, str)
+        } & waiting
+        waiting -= answered
+        await self._deliver(payload)
+        if answered and payload.lstrip()[:1] == b"[" and not self._accepts_batches():
+            version = self.protocol_version
+            await self._unanswered(
+                answered,
+                "the server answered with a JSON-RPC batch, which protocol revision "
+                f"{version} does not allow"
+                if version is not None
+                else "the server answered with a JSON-RPC batch before a revision was agreed",
+            )
+
+    def _accepts_batches(self) -> bool:
+        version = self.protocol_version
+        profile = PROFILES.get(version) if version is not None else None
+        return profile is not None and profile.accepts_batches
 
     async def _unanswered(self, waiting: set[Any], why: str) -> None:
         """Settle the requests a POST will never answer, rather than let them wait."""
@@ -271,23 +306,10 @@ class HttpTransport:
     async def _deliver(self, payload: bytes) -> None:
         if not payload.strip():
             return
-        self._learn_version(payload)
         # JSON allows CR and LF only between tokens: as spaces the message is one line.
         line = payload.replace(b"\r", b" ").replace(b"\n", b" ") + b"\n"
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             await self._send.send(line)
-
-    def _learn_version(self, payload: bytes) -> None:
-        if self._initialize_id is None:
-            return
-        for message in _peek(payload):
-            if message.id == self._initialize_id and message.result is not msgspec.UNSET:
-                with contextlib.suppress(msgspec.DecodeError):
-                    result = msgspec.json.decode(message.result)
-                    version = result.get("protocolVersion") if isinstance(result, dict) else None
-                    if isinstance(version, str):
-                        self.protocol_version = version
-                self._initialize_id = None
 
     # -- event streams ----------------------------------------------------------------
 
@@ -323,11 +345,7 @@ class HttpTransport:
                 for event in decoder.feed(chunk):
                     if event.event != "message" or not event.data.strip():
                         continue  # a priming event, or one that is not a message
-                    data = event.data.encode()
-                    for message in _peek(data):
-                        if message.method is None:
-                            waiting.discard(message.id)
-                    await self._deliver(data)
+                    await self._take(event.data.encode(), waiting)
 
     async def _listen(self) -> None:
         """The GET stream: what the server sends outside any answer."""

@@ -5,7 +5,13 @@ everything it started, wrappers such as ``npx`` or ``sh -c`` and their children
 included: close stdin, wait, SIGTERM the group, wait, SIGKILL the group, always reap,
 then make sure no member of the group is left running. Its stderr is read to the end
 by a task of its own, so a chatty child never blocks on a full pipe; every line is
-redacted before anyone sees it. POSIX only.
+redacted before anyone sees it.
+
+The child's exit ends the stream, not only the end of its stdout: a task waits for the
+exit (reaping the child at once, so it is never left a zombie), and the stream then
+returns what is still readable (bounded) and its end, even when a process the child
+started inherited stdout and keeps it open. The owner sees the end as from any stream
+and closes the transport, which ends whatever the child left in its group. POSIX only.
 """
 
 from __future__ import annotations
@@ -41,6 +47,10 @@ _STDERR_DRAIN: Final = 0.5
 # After SIGKILL to a leftover group, how long to wait to see it gone before giving up
 # with a warning (shutdown runs shielded, so it must not wait unbounded on others).
 _KILL_SETTLE: Final = 2.0
+# What is still read from stdout once the server exited: what it wrote before it exited
+# (at most the pipe's capacity: 64 KiB by default on Linux, 1 MiB by default at most
+# for an unprivileged resize), not a flood from something it left behind.
+_DRAIN_AFTER_EXIT: Final = 1024 * 1024
 _POLL_FIRST: Final = 0.005
 _POLL_MAX: Final = 0.05
 
@@ -154,6 +164,14 @@ class StdioTransport:
         reap_adopted(self._pgid)
         return not group_alive(self._pgid)
 
+    async def _watch_exit(self) -> None:
+        """End the stream when the server exits (reaping it then), whoever else still
+        holds its stdout."""
+        returncode = await self.process.wait()
+        if not self._close_started:
+            self._log.info("stdio server exited", returncode=returncode)
+        self.stream.end_after_exit(_DRAIN_AFTER_EXIT)
+
     async def _read_stderr(self, decoder: LineDecoder, on_stderr: Callable[[str], None]) -> None:
         """Read the child's stderr to its end, handing each line on, redacted."""
         stderr = self.process.stderr
@@ -209,7 +227,8 @@ async def open_stdio(
     The child gets :func:`child_environment` of the target's env and leads a new
     session. A task in ``nursery`` reads its stderr until EOF, logging each line and
     passing it, redacted with ``redactor``, to ``on_stderr`` (a line over
-    ``max_stderr_line`` bytes becomes a short note). The caller owns the returned
+    ``max_stderr_line`` bytes becomes a short note); another waits for its exit, reaps
+    it and ends the stream (see the module's docstring). The caller owns the returned
     transport and must :meth:`~StdioTransport.aclose` it.
 
     Raises:
@@ -237,6 +256,7 @@ async def open_stdio(
     transport = StdioTransport(process, description=describe(target), redactor=redactor)
     try:
         nursery.start_soon(transport._read_stderr, decoder, on_stderr)
+        nursery.start_soon(transport._watch_exit)
     except BaseException:
         transport._stderr_done.set()  # no reader will ever drain it
         await transport.aclose(grace=0, term_grace=0)

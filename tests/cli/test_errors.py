@@ -125,6 +125,46 @@ def test_a_list_refused_by_the_server_is_a_request_error(tmp_path: Path) -> None
     assert report["error"]["method"] == "prompts/list"
 
 
+NO_CODE = """
+for line in sys.stdin:
+    request = json.loads(line)
+    if request.get("method") == "initialize":
+        initialized(request, capabilities={"prompts": {}})
+    elif "id" in request:
+        send({"jsonrpc": "2.0", "id": request["id"], "error": {"message": "database down"}})
+"""
+
+
+def test_an_error_without_a_code_is_reported_without_one(tmp_path: Path) -> None:
+    argv = server(tmp_path, "no_code", NO_CODE)
+    report, done = run_json("connect", "--json", "--", *argv)
+    assert done.returncode == 1
+    error = report["error"]
+    assert error["kind"] == "request-error"
+    assert error["code"] is None  # absent on the wire: not an invented -32603
+    assert error["message"] == "database down"
+    readable = run("connect", "--", *argv)
+    assert readable.returncode == 1
+    assert "-32603" not in readable.stdout
+    assert "request-error (no code) in prompts/list" in readable.stdout
+
+
+def test_an_initialize_error_without_a_code_is_reported_without_one(tmp_path: Path) -> None:
+    argv = server(
+        tmp_path,
+        "refuses_no_code",
+        """
+        request = json.loads(sys.stdin.readline())
+        send({"jsonrpc": "2.0", "id": request["id"], "error": {"message": "go away"}})
+        sys.stdin.read()
+        """,
+    )
+    report, _done = run_json("connect", "--json", "--", *argv)
+    assert report["error"]["kind"] == "initialize-error"
+    assert report["error"]["code"] is None
+    assert "initialize-error (no code)" in run("connect", "--", *argv).stdout
+
+
 def test_a_socket_nobody_listens_on(tmp_path: Path) -> None:
     report, done = run_json("connect", "--json", f"unix:{tmp_path / 'none.sock'}")
     assert done.returncode == 1

@@ -148,6 +148,50 @@ async def test_kill_9_fails_pending_and_reaps(tmp_path: Path) -> None:
     assert any(isinstance(e, Disconnected) and e.reason == "eof" for e in events)
 
 
+def _ended(pid: int) -> bool:
+    """Not running: gone, or a zombie that only its new parent (not us) can collect."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return _gone(pid)
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return fields[0] == b"Z" and int(fields[1]) != os.getpid()
+
+
+HANDSHAKE_ONLY = """\
+import json, sys
+m = json.loads(sys.stdin.readline())
+sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {
+    "protocolVersion": m["params"]["protocolVersion"], "capabilities": {},
+    "serverInfo": {"name": "brief"}}}) + "\\n")
+sys.stdout.flush()
+sys.stdin.readline()  # notifications/initialized
+"""
+
+
+async def test_a_server_exit_is_seen_though_a_grandchild_holds_its_stdout(
+    tmp_path: Path,
+) -> None:
+    # sh runs the handshake, starts a grandchild that inherits stdout, and exits. stdout
+    # never reaches EOF; the exit alone must end the transport, long before a timeout.
+    script = _script(tmp_path, HANDSHAKE_ONLY)
+    pid_file = tmp_path / "grandchild"
+    command = f"'{sys.executable}' '{script}'; sleep 30 & echo $! > '{pid_file}'; exit 0"
+    events: list[Event] = []
+    target = StdioTarget.of(["sh", "-c", command], inherit_env=True)
+    with trio.fail_after(20):
+        async with Connection(target, on_event=events.append, request_timeout=60) as conn:
+            sh_pid = conn._epoch.transport.pid  # type: ignore[union-attr]
+            began = trio.current_time()
+            with pytest.raises(ConnectionClosed):
+                await conn.request("tools/call", {"name": "never answered"})
+            assert trio.current_time() - began < 10  # not the request's 60 s
+            assert _gone(sh_pid)  # reaped when it exited: no zombie
+            grandchild = int(pid_file.read_text())
+        assert _ended(grandchild)  # the transport's end swept the process group
+    assert Disconnected(1, "exited") in events
+
+
 async def test_wrapper_shell_and_its_child_are_both_gone_after_close(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     # "; true" keeps sh alive as a parent instead of exec-ing python in its place.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 import pytest
 import trio
@@ -98,6 +100,40 @@ async def test_error_answer_raises_with_code_message_and_data() -> None:
     assert info.value.data == {"tool": "nope"}
     assert info.value.error_message == "Unknown tool ***\\u000aforged"
     assert "canary" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [{"message": "no code given"}, {"code": "E42", "message": "no code given"}],
+)
+async def test_an_error_without_a_code_says_so_instead_of_inventing_one(error: Any) -> None:
+    with trio.fail_after(5):
+        async with connected() as (conn, peer, nursery):
+
+            async def server() -> None:
+                request = await peer.recv()
+                await peer.send({"jsonrpc": "2.0", "id": request["id"], "error": error})
+
+            nursery.start_soon(server)
+            with pytest.raises(RequestError) as info:
+                await conn.request("tools/call", {"name": "x"})
+    assert info.value.code is None
+    assert info.value.error_message == "no code given"
+    assert str(info.value) == "[custom] no code given (no code)"
+
+
+async def test_a_result_beside_error_null_is_the_result() -> None:
+    with trio.fail_after(5):
+        async with connected() as (conn, peer, nursery):
+
+            async def server() -> None:
+                request = await peer.recv()
+                await peer.send(
+                    b'{"jsonrpc":"2.0","id":%d,"result":{"tools":[]},"error":null}' % request["id"]
+                )
+
+            nursery.start_soon(server)
+            assert await conn.request("tools/list") == {"tools": []}
 
 
 async def test_answer_with_neither_result_nor_error() -> None:

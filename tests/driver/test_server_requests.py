@@ -81,6 +81,20 @@ async def test_invalid_requests_answered_once_never_dispatched(line: bytes, answ
     assert called == []
 
 
+async def test_a_handler_error_without_a_code_is_answered_32603() -> None:
+    # A RequestError re-raised from another server may carry no code (None); the answer
+    # on the wire must still have an integer one.
+    async def relays(request: ServerRequest) -> Any:
+        raise RequestError(None, "upstream failed")
+
+    with trio.fail_after(5):
+        async with connected(handlers={"a/relay": relays}) as (_conn, peer, _nursery):
+            await peer.send(b'{"jsonrpc":"2.0","id":1,"method":"a/relay"}')
+            assert await peer.recv_line() == (
+                b'{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"upstream failed"}}'
+            )
+
+
 async def test_handler_result_error_and_failure() -> None:
     async def echo(request: ServerRequest) -> Any:
         return {"params": msgspec.json.decode(request.params or b"null")}
@@ -256,6 +270,20 @@ async def test_batch_on_2025_03_26_answered_in_request_order() -> None:
     assert answer[2]["error"]["code"] == -32600
     assert answer[3]["error"]["code"] == -32601
     assert ListChanged("tools") in events
+
+
+async def test_initialize_in_a_2025_03_26_batch_gets_32600_for_that_entry() -> None:
+    with trio.fail_after(5):
+        async with connected("2025-03-26") as (_c, peer, _n):
+            await peer.send(
+                b'[{"jsonrpc":"2.0","id":"i","method":"initialize","params":{}},'
+                b'{"jsonrpc":"2.0","id":3,"method":"ping"}]'
+            )
+            assert await peer.recv_line() == (
+                b'[{"jsonrpc":"2.0","id":"i","error":{"code":-32600,'
+                b'"message":"Invalid Request: initialize must not be part of a batch"}},'
+                b'{"jsonrpc":"2.0","id":3,"result":{}}]'
+            )
 
 
 async def test_batch_of_notifications_writes_nothing() -> None:

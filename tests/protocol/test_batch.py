@@ -113,6 +113,28 @@ def test_invalid_entries_get_their_own_invalid_request(revision: str) -> None:
     )
 
 
+@pytest.mark.parametrize("revision", BATCHING)
+def test_initialize_in_a_batch_is_an_invalid_entry_never_dispatched(revision: str) -> None:
+    # 2025-03-26 lifecycle: initialize MUST NOT be part of a batch (seed 000: -32600 for
+    # that entry). It is refused as malformed, not looked up as a method (-32601). A
+    # notification of that name is no initialize request: it stays a notification, and
+    # notifications are never answered.
+    plan = _plan(
+        b'[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}},'
+        b'{"jsonrpc":"2.0","id":2,"method":"ping"},'
+        b'{"jsonrpc":"2.0","method":"initialize"}]',
+        revision,
+    )
+    assert [type(e) for e in plan.entries] == [InvalidRequest, Request, Notification]
+    answers = BatchAnswers(plan)
+    answers.fill(1, ResultAnswer(id=2, result={}))
+    assert answers.encode() == (
+        b'[{"jsonrpc":"2.0","id":1,"error":{"code":-32600,'
+        b'"message":"Invalid Request: initialize must not be part of a batch"}},'
+        b'{"jsonrpc":"2.0","id":2,"result":{}}]\n'
+    )
+
+
 @pytest.mark.parametrize("revision", SINGLE)
 @pytest.mark.parametrize(
     "line",

@@ -53,6 +53,36 @@ def test_string_id_response() -> None:
     assert item.error is not None
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc":"2.0","id":3,"result":{"ok":true},"error":null}',
+        b'{"jsonrpc":"2.0","id":3,"error" : null ,"result":{"ok":true}}',
+        # the untyped path (a member of the wrong type elsewhere) reads it the same way
+        b'{"jsonrpc":2,"id":3,"result":{"ok":true},"error":null}',
+    ],
+)
+def test_a_null_error_member_beside_a_result_is_no_error(line: bytes) -> None:
+    # JSON-RPC: a response has result or error; "error": null says there is none.
+    item = decode_line(line)
+    assert isinstance(item, Response)
+    assert item.id == 3
+    assert item.error is None
+    assert item.result is not None
+    assert bytes(item.result) == b'{"ok":true}'
+
+
+def test_a_null_error_member_alone_answers_nothing() -> None:
+    # Without an id it names no request either: not JSON-RPC, ignored.
+    assert isinstance(decode_line(b'{"jsonrpc":"2.0","error":null}'), Ignored)
+    # With an id it is a response with neither member (the driver's protocol error).
+    item = decode_line(b'{"jsonrpc":"2.0","id":4,"error":null}')
+    assert isinstance(item, Response)
+    assert item.error is None
+    assert item.result is None
+    assert not item.names_no_request
+
+
 def test_error_without_id_and_jsonrpc_2_is_a_response_naming_no_request() -> None:
     item = decode_line(b'{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}')
     assert isinstance(item, Response)

@@ -65,6 +65,16 @@ def test_success_gives_profile_result_and_initialized() -> None:
     assert isinstance(again, Skip)
 
 
+def test_an_answer_with_error_null_beside_its_result_establishes() -> None:
+    step = _feed(
+        _handshake(),
+        b'{"jsonrpc":"2.0","id":1,"error":null,"result":{"protocolVersion":"2025-06-18",'
+        b'"capabilities":{},"serverInfo":{"name":"demo","version":"1"}}}',
+    )
+    assert isinstance(step, Established)
+    assert step.profile is PROFILES["2025-06-18"]
+
+
 @pytest.mark.parametrize(
     ("id_token", "answer"),
     [(b"5", b"5"), (b'"p"', b'"p"'), (b"null", b"null")],

@@ -20,6 +20,7 @@ from mcpl_host import (
     HttpTarget,
     Reconnected,
     RequestError,
+    VersionError,
 )
 
 from .http_server import ScriptedHttpServer, Sse
@@ -58,6 +59,25 @@ async def test_json_answers_sessions_and_headers_on_the_wire() -> None:
     assert gets[0].headers["accept"] == "text/event-stream"
     deletes = [s for s in server.seen if s.method == "DELETE"]
     assert [d.headers["mcp-session-id"] for d in deletes] == [session]
+
+
+async def test_the_closing_delete_never_claims_a_refused_revision() -> None:
+    def answer(message: dict[str, Any], session: str | None) -> Any:
+        return None if "id" not in message else result(message, {})
+
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10):
+        server.version = "2025-06-18"  # a revision with the header, outside the allowlist
+        with pytest.raises(VersionError):
+            async with Connection(HttpTarget(server.url), versions=["2025-11-25"]):
+                pytest.fail("connected")
+        refused = [s for s in server.seen if s.method == "DELETE"]
+        server.version = "2025-11-25"
+        async with Connection(HttpTarget(server.url), versions=["2025-11-25"]):
+            pass
+        agreed = [s for s in server.seen if s.method == "DELETE"][len(refused) :]
+    assert len(refused) == 1  # the session the server opened is still ended
+    assert "mcp-protocol-version" not in refused[0].headers  # never agreed
+    assert [d.headers["mcp-protocol-version"] for d in agreed] == ["2025-11-25"]
 
 
 async def test_sse_answers_and_a_server_request_on_the_get_stream() -> None:
@@ -203,6 +223,44 @@ async def test_batches_on_2025_03_26_are_received_and_answered_as_one() -> None:
     assert sorted(a["id"] for a in batch.body) == [1, 2]
     # 2025-03-26 has no MCP-Protocol-Version header (it came with 2025-06-18)
     assert "mcp-protocol-version" not in batch.headers
+
+
+@pytest.mark.parametrize("as_events", [False, True], ids=["json", "event-stream"])
+async def test_an_array_answer_after_2025_03_26_settles_its_request_at_once(
+    as_events: bool,
+) -> None:
+    def answer(message: dict[str, Any], session: str | None) -> Any:
+        if message.get("method") == "tools/call":
+            batch = [result(message, {"content": []})]
+            return Sse(events=[("1", batch)]) if as_events else batch
+        return None if "id" not in message else result(message, {})
+
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10):
+        async with Connection(HttpTarget(server.url), request_timeout=60) as conn:
+            assert conn.protocol_version == "2025-11-25"
+            began = time.monotonic()
+            with pytest.raises(RequestError) as refused:
+                await conn.request("tools/call", {"name": "x"})
+            assert time.monotonic() - began < 5  # not its 60 s timeout
+            assert await conn.request("ping") == {}  # the session goes on
+    assert refused.value.code == -32603
+    assert "JSON-RPC batch" in refused.value.error_message
+    assert "2025-11-25" in refused.value.error_message
+    # The array itself met the batch rule: one -32600 with id null went back.
+    refusals = [s.body for s in server.seen if s.method == "POST" and "error" in s.body]
+    assert [(r["id"], r["error"]["code"]) for r in refusals] == [(None, -32600)]
+
+
+async def test_an_array_answer_on_2025_03_26_is_the_answer() -> None:
+    def answer(message: dict[str, Any], session: str | None) -> Any:
+        if message.get("method") == "tools/call":
+            return [result(message, {"batched": True})]
+        return None if "id" not in message else result(message, {})
+
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10):
+        server.version = "2025-03-26"
+        async with Connection(HttpTarget(server.url)) as conn:
+            assert await conn.request("tools/call", {"name": "x"}) == {"batched": True}
 
 
 async def test_header_values_never_reach_the_logs() -> None:

@@ -267,6 +267,59 @@ async def test_a_grandchild_left_behind_by_a_clean_exit_is_killed() -> None:
     assert_group_gone(transport.pid)
 
 
+async def read_to_eof(stream: trio.abc.Stream) -> bytes:
+    data = b""
+    while chunk := await stream.receive_some():
+        data += chunk
+    return data
+
+
+async def test_the_leaders_exit_ends_the_stream_though_a_grandchild_holds_stdout() -> None:
+    # The grandchild inherits stdout and outlives the leader: stdout never reaches EOF,
+    # yet the server is gone. What the leader wrote before it exited is still read.
+    target = StdioTarget.of(["sh", "-c", "sleep 30 & echo $!; echo last; exit 0"])
+    with trio.fail_after(10), capture_logs() as logs:
+        async with trio.open_nursery() as nursery:
+            transport = await spawn(nursery, target)
+            pid_line, last, rest = (await read_to_eof(transport.stream)).split(b"\n")
+            assert (last, rest) == (b"last", b"")
+            grandchild = int(pid_line)
+            held = proc_stat(grandchild)
+            assert held is not None
+            assert held[0] != "Z"  # still running, stdout still open
+            assert transport.returncode == 0
+            assert proc_stat(transport.pid) is None  # reaped as it exited: no zombie
+            assert transport.stream.end_reason == "exited"
+            await transport.aclose(grace=GRACE, term_grace=GRACE)
+    assert [e["returncode"] for e in logs if e["event"] == "stdio server exited"] == [0]
+    stat = proc_stat(grandchild)
+    assert stat is None or stat[0] == "Z"
+    assert_group_gone(transport.pid)
+
+
+async def test_a_grandchild_flooding_stdout_cannot_keep_the_stream_open() -> None:
+    # After the leader's exit only a bounded drain is read, however fast the rest comes.
+    target = StdioTarget.of(["sh", "-c", "yes flood-flood-flood & exit 0"])
+    with trio.fail_after(10), capture_logs():
+        async with trio.open_nursery() as nursery:
+            transport = await spawn(nursery, target)
+            data = await read_to_eof(transport.stream)
+            assert transport.returncode == 0
+            await transport.aclose(grace=GRACE, term_grace=GRACE)
+    assert set(data.split(b"\n")[:-1]) <= {b"flood-flood-flood"}
+    assert_group_gone(transport.pid)
+
+
+async def test_a_leader_exiting_alone_still_ends_with_plain_eof() -> None:
+    with trio.fail_after(10), capture_logs():
+        async with trio.open_nursery() as nursery:
+            transport = await spawn(nursery, StdioTarget.of(["sh", "-c", "echo bye"]))
+            assert await read_to_eof(transport.stream) == b"bye\n"
+            assert transport.stream.end_reason is None  # the pipe's own EOF: "eof"
+            await transport.aclose(grace=GRACE, term_grace=GRACE)
+    assert transport.returncode == 0
+
+
 async def test_a_wrapper_and_grandchild_ignoring_everything_are_all_killed() -> None:
     target = wrapper(STUBBORN, "trap '' TERM; wait")
     with trio.fail_after(10), capture_logs():
