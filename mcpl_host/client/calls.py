@@ -19,9 +19,9 @@ from .._pending import ProgressCallback
 from ..pagination import DEFAULT_MAX_PAGES, collect_raw
 from ..protocol.errors import McplHostError, OutputSchemaError
 from ..protocol.redact import Redactor
-from ..protocol.schema import UnsupportedSchema
 from .cache import ListCache, ListKind
 from .decode import decode_result
+from .schema import UnsupportedSchema
 from .types import (
     CallToolResult,
     Completion,
