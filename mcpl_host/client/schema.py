@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from ..protocol.redact import log_value
-from ._schema_shape import ShapeError, shape_of
+from ._schema_shape import Shape, ShapeError, shape_of
 
 if TYPE_CHECKING:
     import jsonschema_rs
@@ -69,6 +69,7 @@ _FRAME_BUDGET: Final = 10_000
 _SHOWN: Final = 64
 _MESSAGE: Final = 160
 _MASK: Final = "<value>"
+_REFERENCES: Final = (b'"$ref"', b'"$dynamicRef"', b'"$recursiveRef"')
 
 
 class SchemaViolation(msgspec.Struct, frozen=True, gc=False):
@@ -235,10 +236,15 @@ def _compile(canonical: bytes) -> Validator:
         raise UnsupportedSchema("schema nested too deeply to compile") from None
     if not isinstance(schema, dict | bool):
         raise UnsupportedSchema("the schema is not an object or a boolean")
-    try:
-        shape = shape_of(schema)
-    except ShapeError as exc:
-        raise UnsupportedSchema(str(exc)) from None
+    # Without a reference there is no recursion and no shared subschema: the library's
+    # nesting limit bounds the stack and the schema's size the work, so the walk (the
+    # larger part of compiling) is skipped.
+    shape = Shape(hops=1, work=1, recursive=False)
+    if any(keyword in canonical for keyword in _REFERENCES):
+        try:
+            shape = shape_of(schema)
+        except ShapeError as exc:
+            raise UnsupportedSchema(str(exc)) from None
     if shape.work > MAX_IN_PLACE_WORK:
         raise UnsupportedSchema(
             f"schema too costly: more than {MAX_IN_PLACE_WORK} in-place checks per value"
