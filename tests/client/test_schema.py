@@ -7,10 +7,7 @@ import contextlib
 import json
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +28,8 @@ from mcpl_host.client.schema import (
     validator_for,
 )
 from mcpl_host.protocol.redact import CUT_MARK
+
+from .helpers import schema_server
 
 SUITE = Path(__file__).parent / "jsonschema_suite"
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
@@ -299,37 +298,6 @@ def test_the_failing_alternative_explains_itself() -> None:
 
 # ---------------------------------------------------------------------------------------
 # References: local ones resolve, nothing is ever fetched
-
-
-class _Recorder(BaseHTTPRequestHandler):
-    hits: list[str]
-
-    def do_GET(self) -> None:
-        self.hits.append(self.path)
-        body = b'{"type": "integer"}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/schema+json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def schema_server() -> Iterator[tuple[str, list[str]]]:
-    """A loopback HTTP server that serves a schema to anyone who asks, and records who did."""
-    hits: list[str] = []
-    handler = type("Handler", (_Recorder,), {"hits": hits})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", hits
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_the_recording_server_serves_what_a_fetch_would_get() -> None:
