@@ -126,9 +126,29 @@ def _explained(error: jsonschema_rs.ValidationError, library: Any) -> list[Any]:
     return [found for inner in telling[0] for found in _explained(inner, library)]
 
 
-def _violation(error: jsonschema_rs.ValidationError) -> SchemaViolation:
+_MEMBERS_REFUSED: Final = {
+    "additionalProperties": "Additional properties are not allowed",
+    "unevaluatedProperties": "Unevaluated properties are not allowed",
+}
+
+
+def _violations(error: jsonschema_rs.ValidationError, limit: int) -> list[SchemaViolation]:
     path = "".join(["/" + _segment(part) for part in error.instance_path])
-    return SchemaViolation(path, error.kind.name, log_value(error.message, _MESSAGE))
+    keyword = error.kind.name
+    unexpected = getattr(error.kind, "unexpected", None)
+    if keyword in _MEMBERS_REFUSED and unexpected:
+        # The library reports the object once, naming the members; each member's own
+        # path says more (and is what the validator before it reported).
+        said = _MEMBERS_REFUSED[keyword]
+        return [
+            SchemaViolation(
+                f"{path}/{_segment(name)}",
+                keyword,
+                f"{said} ('{log_value(name, _SHOWN)}' was unexpected)",
+            )
+            for name in unexpected[:limit]
+        ]
+    return [SchemaViolation(path, keyword, log_value(error.message, _MESSAGE))]
 
 
 def _too_deep(levels: int) -> SchemaViolation:
@@ -173,8 +193,8 @@ class Validator:
         is not positive). Raises nothing for a JSON ``instance``."""
         if limit <= 0 or self.is_valid(instance):
             return []
-        if self._depth is not None and not self._guard.is_valid(instance):  # type: ignore[union-attr]
-            return [_too_deep(self._depth)]
+        if self._guard is not None and not self._guard.is_valid(instance):
+            return [_too_deep(self._depth or 0)]
         errors_type = _library().ValidationError
         try:
             if _small(instance):
@@ -190,8 +210,9 @@ class Validator:
             return [_too_deep(MAX_DEPTH)]
         # The listing re-checks what is_valid refused; an empty answer would read as
         # "valid", so it can never be empty.
-        explained = [e for error in found for e in _explained(error, _library())][:limit]
-        return [_violation(e) for e in explained] or [
+        explained = [e for error in found for e in _explained(error, _library())]
+        listed = [v for error in explained for v in _violations(error, limit)][:limit]
+        return listed or [
             SchemaViolation("", "schema", "instance does not match")
         ]
 

@@ -154,7 +154,7 @@ def test_path_segments_are_json_pointer_escaped() -> None:
             {"additionalProperties": False, "properties": {"a": True}},
             {"a": 1, "b": 2},
             "additionalProperties",
-            "",
+            "/b",
         ),
         ({"enum": ["a", "b"]}, "c", "enum", ""),
         ({"const": 1}, True, "const", ""),
@@ -172,7 +172,7 @@ def test_path_segments_are_json_pointer_escaped() -> None:
         ({"anyOf": [{"type": "integer"}, {"type": "string"}]}, None, "anyOf", ""),
         ({"dependentRequired": {"a": ["b"]}}, {"a": 1}, "required", ""),
         ({"propertyNames": {"maxLength": 1}}, {"ab": 1}, "propertyNames", ""),
-        ({"unevaluatedProperties": False}, {"a": 1}, "unevaluatedProperties", ""),
+        ({"unevaluatedProperties": False}, {"a": 1}, "unevaluatedProperties", "/a"),
         (False, 1, "falseSchema", ""),
     ],
 )
@@ -266,6 +266,9 @@ def test_peer_text_in_paths_and_messages_is_escaped_and_cut() -> None:
     assert "\\u001b" in named.message
     assert CUT_MARK in named.message
     assert len(named.message) <= 160
+    assert named.path.startswith("/k\\u001b")
+    assert CUT_MARK in named.path
+    assert len(named.path) <= 65
     (deep,) = compile_schema({"additionalProperties": {"type": "integer"}}).errors(
         {"k\n" + "z" * 300: "v"}
     )
@@ -666,10 +669,10 @@ def test_zod_output_schema() -> None:
     assert validator.errors(good) == []
     bad = {"temperature": "hot", "conditions": "sunny", "readings": [{"at": "now", "v": 1}], "x": 1}
     assert sorted((v.path, v.keyword) for v in validator.errors(bad)) == [
-        ("", "additionalProperties"),
-        ("/readings/0", "additionalProperties"),
         ("/readings/0", "required"),
+        ("/readings/0/v", "additionalProperties"),
         ("/temperature", "type"),
+        ("/x", "additionalProperties"),
     ]
 
 
