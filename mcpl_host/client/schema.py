@@ -212,9 +212,7 @@ class Validator:
         # "valid", so it can never be empty.
         explained = [e for error in found for e in _explained(error, _library())]
         listed = [v for error in explained for v in _violations(error, limit)][:limit]
-        return listed or [
-            SchemaViolation("", "schema", "instance does not match")
-        ]
+        return listed or [SchemaViolation("", "schema", "instance does not match")]
 
     def __repr__(self) -> str:
         return f"<Validator {id(self):#x}>"
