@@ -12,9 +12,9 @@ without one, as MCP says. This module is the adapter, and keeps what callers rel
   loop of in-place references, and one past the size or cost bounds below;
 - formats are annotations, as 2020-12 says: ``"format": "email"`` checks nothing;
 - violations carry a JSON-pointer path into the instance and the failing keyword; their
-  messages never show instance values (the library puts ``<value>`` in their place) and
-  pass through :func:`~mcpl_host.protocol.redact.log_value`, cut and escaped, as do path
-  segments;
+  messages never show instance values (the library puts ``<value>`` in their place), only
+  member names, as the path does, and pass through
+  :func:`~mcpl_host.protocol.redact.log_value`, cut and escaped, as do path segments;
 - the cost of one check is bounded (docs/libraries.md measures each case): a schema of at
   most :data:`MAX_SCHEMA_BYTES`, whose in-place work per value is at most
   :data:`MAX_IN_PLACE_WORK`; under a schema with references, instance nesting deeper than
