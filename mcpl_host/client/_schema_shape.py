@@ -13,10 +13,14 @@ before a keyword descends into a member or an item. This module measures, once p
 - ``recursive``: whether the schema has a reference at all (without one, the depth of
   evaluation is bounded by the schema's own nesting, which jsonschema-rs limits).
 
-A chain of in-place references that comes back to itself never consumes instance: such a
-schema is refused, as the validator before jsonschema-rs refused it. A reference this
-module cannot follow (another document, a nested ``$id``, ``$dynamicRef``) counts every
-schema in the document as on the chain, which only makes the depth allowed smaller.
+References resolve as the library resolves them: against the base URI each ``$id``
+sets, to a JSON pointer or an ``$anchor``; ``$dynamicRef`` and ``$recursiveRef`` count as
+edges to every schema with the matching dynamic anchor (they may land on any), and a
+``$ref`` to a metaschema the library holds as a leaf. A chain of in-place references that
+comes back to itself never consumes instance: such a schema is refused, as the validator
+before jsonschema-rs refused it. A reference this module cannot follow (another document,
+which the library refuses anyway offline) leaves ``followed`` false: the caller refuses
+what the library would otherwise accept.
 
 The walk is iterative: a deeply nested schema costs no Python stack here.
 """
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Final
-from urllib.parse import unquote
+from urllib.parse import unquote, urljoin
 
 __all__ = ["Shape", "ShapeError", "shape_of"]
 
@@ -62,6 +66,7 @@ class Shape:
     hops: int
     work: int
     recursive: bool
+    followed: bool = True  # every reference was followed (else hops and work may be low)
 
 
 def _children(node: dict[str, Any]) -> tuple[list[Any], list[Any]]:
@@ -101,64 +106,125 @@ def _follow(root: Any, pointer: str) -> Any:
     return node
 
 
+# The metaschemas and vocabularies jsonschema-rs holds (a schema may $ref them).
+_METASCHEMAS: Final = ("https://json-schema.org/draft/", "http://json-schema.org/draft-0")
+# A base for a document without its own $id, so that relative references still join.
+_DEFAULT_BASE: Final = "https://mcpl-host.invalid/schema.json"
+
+
+def _join(base: str, ref: str) -> str:
+    """``ref`` made absolute against ``base``, fragment kept (urljoin drops the base of a
+    bare fragment when the base is a URN)."""
+    if ref.startswith("#"):
+        return base.partition("#")[0] + ref
+    return urljoin(base, ref)
+
+
 class _Graph:
+    """The schema's subschemas as nodes, its in-place applicators and references as edges.
+
+    References resolve as the specification says, with each subschema's ``$id`` changing
+    the base URI below it: to a JSON pointer within a resource, or to an ``$anchor`` (a
+    ``$dynamicAnchor`` is one too). ``$dynamicRef`` and ``$recursiveRef`` may land on any
+    schema that declares the matching dynamic anchor, so they get an edge to each.
+    """
+
     def __init__(self, root: dict[str, Any]) -> None:
         self.root = root
-        root_id = root.get("$id")
-        self.base = root_id.partition("#")[0] if isinstance(root_id, str) else ""
         self.nodes: dict[int, dict[str, Any]] = {}
         self.edges: dict[int, list[int]] = {}
-        self.anchors: dict[str, dict[str, Any]] = {}
+        self.resources: dict[str, dict[str, Any]] = {}
+        self.anchors: dict[str, dict[str, Any]] = {}  # absolute URI with #name
+        self.dynamic: dict[str, list[dict[str, Any]]] = {}  # anchor name -> schemas
+        self.recursive_anchors: list[dict[str, Any]] = []
         self.recursive = False
         self.opaque = False  # a reference this module cannot follow
 
     def build(self) -> None:
-        pending = [self.root]
-        refs: list[tuple[int, str]] = []
-        while pending:
-            node = pending.pop()
+        pending: list[tuple[dict[str, Any], str]] = [(self.root, _DEFAULT_BASE)]
+        refs: list[tuple[int, str, str]] = []
+        bases: dict[int, str] = {}
+        while pending or refs:
+            if not pending:
+                # Every schema reachable by keywords is known: resolve what was seen so
+                # far (a reference may point anywhere, even into an unknown keyword).
+                for source, base, keyword in refs:
+                    for target, target_base in self._targets(keyword, base, self.nodes[source]):
+                        self.edges[source].append(id(target))
+                        if id(target) not in self.nodes:
+                            pending.append((target, target_base))
+                refs = []
+                continue
+            node, base = pending.pop()
             key = id(node)
             if key in self.nodes:
                 continue
+            base = self._register(node, base)
+            bases[key] = base
             self.nodes[key] = node
             in_place, other = _children(node)
             self.edges[key] = [id(child) for child in in_place]
-            pending.extend(in_place)
-            pending.extend(other)
-            anchor = node.get("$anchor")
-            if isinstance(anchor, str):
-                self.anchors[anchor] = node
-            node_id = node.get("$id")
-            if isinstance(node_id, str) and node_id.startswith("#"):  # draft-07 anchor
-                self.anchors[node_id[1:]] = node
-            elif isinstance(node_id, str) and node is not self.root:
-                self.opaque = True  # a new base URI: its relative refs are not followed
-            if any(k in node for k in _DYNAMIC):
-                self.recursive = self.opaque = True
-            ref = node.get("$ref")
-            if isinstance(ref, str):
-                self.recursive = True
-                refs.append((key, ref))
-            # A reference may point anywhere, even into an unknown keyword.
-            if not pending and refs:
-                for source, text in refs:
-                    target = self._resolve(text)
-                    if target is None:
-                        self.opaque = True
-                    else:
-                        self.edges[source].append(id(target))
-                        pending.append(target)
-                refs = []
+            pending.extend((child, base) for child in (*in_place, *other))
+            for keyword in ("$ref", *_DYNAMIC):
+                if keyword in node:
+                    self.recursive = True
+                    refs.append((key, base, keyword))
 
-    def _resolve(self, ref: str) -> dict[str, Any] | None:
-        base, _, fragment = ref.partition("#")
-        if base and base != self.base:
-            return None
+    def _register(self, node: dict[str, Any], base: str) -> str:
+        """Record the node's identifiers; return the base URI in force below it."""
+        node_id = node.get("$id")
+        if isinstance(node_id, str):
+            if node_id.startswith("#"):  # draft-07: a plain-name anchor
+                self.anchors[_join(base, node_id)] = node
+            else:
+                base = _join(base, node_id).partition("#")[0]
+                self.resources[base] = node
+        elif node is self.root:
+            self.resources[base] = node
+        for keyword in ("$anchor", "$dynamicAnchor"):
+            name = node.get(keyword)
+            if isinstance(name, str):
+                self.anchors[f"{base}#{name}"] = node
+        dynamic = node.get("$dynamicAnchor")
+        if isinstance(dynamic, str):
+            self.dynamic.setdefault(dynamic, []).append(node)
+        if node.get("$recursiveAnchor") is True:
+            self.recursive_anchors.append(node)
+        return base
+
+    def _targets(
+        self, keyword: str, base: str, node: dict[str, Any]
+    ) -> list[tuple[dict[str, Any], str]]:
+        """Where a reference can lead, each with the base URI in force there."""
+        ref = node[keyword]
+        if not isinstance(ref, str):
+            return []
+        absolute = _join(base, ref)
+        if absolute.startswith(_METASCHEMAS):
+            return []  # built into the library: known, fixed work, no cycle through us
+        static, static_base = self._resolve(absolute)
+        found = [(static, static_base)] if isinstance(static, dict) else []
+        if static is None:
+            self.opaque = True
+        dynamic: list[dict[str, Any]] = []
+        if keyword == "$dynamicRef":
+            dynamic = self.dynamic.get(ref.partition("#")[2], [])
+        elif keyword == "$recursiveRef":
+            dynamic = self.recursive_anchors
+        return found + [(target, base) for target in dynamic]  # all walked: base known
+
+    def _resolve(self, uri: str) -> tuple[dict[str, Any] | bool | None, str]:
+        """The schema at an absolute URI (None when it is not in this document) and the
+        base URI in force there."""
+        resource_uri, _, fragment = uri.partition("#")
+        if uri in self.anchors:
+            return self.anchors[uri], resource_uri
+        resource = self.resources.get(resource_uri)
         name = unquote(fragment)
-        target = _follow(self.root, name) if not name or name.startswith("/") else None
-        if name and not name.startswith("/"):
-            target = self.anchors.get(name)
-        return target if isinstance(target, dict) else None
+        if resource is None or (name and not name.startswith("/")):
+            return None, resource_uri  # another document, or an anchor not known
+        target = _follow(resource, name)
+        return (target if isinstance(target, dict | bool) else None), resource_uri
 
 
 def shape_of(schema: Any) -> Shape:
@@ -192,4 +258,9 @@ def shape_of(schema: Any) -> Shape:
                 open_.add(nxt)
                 stack.append((nxt, iter(graph.edges[nxt])))
     longest = len(graph.nodes) if graph.opaque else max(hops.values())
-    return Shape(hops=longest, work=max(work.values()), recursive=graph.recursive)
+    return Shape(
+        hops=longest,
+        work=max(work.values()),
+        recursive=graph.recursive,
+        followed=not graph.opaque,
+    )

@@ -281,6 +281,10 @@ def _compile(canonical: bytes) -> Validator:
         raise UnsupportedSchema(_refusal(library, exc)) from None
     except (ValueError, library.ReferencingError) as exc:  # e.g. "Recursion limit reached"
         raise UnsupportedSchema(log_value(str(exc).partition("\n")[0], _MESSAGE)) from None
+    if not shape.followed:
+        # The library resolved a reference the bound cannot see through (the others were
+        # refused above), so the work and stack it would cost are not known.
+        raise UnsupportedSchema("a $ref the cost bound cannot follow")
     depth = None
     if shape.recursive:
         depth = max(1, min(MAX_DEPTH, _FRAME_BUDGET // (shape.hops + 1)))

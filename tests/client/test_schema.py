@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcpl_host.client import schema as schema_module
+from mcpl_host.client._schema_shape import Shape, ShapeError, shape_of
 from mcpl_host.client.schema import (
     ALL_ERRORS_BYTES,
     CACHE_SIZE,
@@ -548,6 +549,42 @@ async def test_a_catastrophic_pattern_costs_bounded_time(case: str) -> None:
 async def test_a_huge_invalid_instance_reports_its_first_violation_quickly() -> None:
     found = await _hostile("big")
     assert found == {"valid": False, "errors": [["/0", "type"]]}
+
+
+def _doubling(steps: int, ids: bool) -> dict[str, Any]:
+    defs: dict[str, Any] = {}
+    for i in range(steps + 1):
+        # With ids, each step is a resource of its own, reached by a relative reference.
+        nxt = f"d{i + 1}.json" if ids else f"#/$defs/d{i + 1}"
+        step: dict[str, Any] = {"allOf": [{"$ref": nxt}, {"$ref": nxt}]}
+        if i == steps:
+            step = {"minimum": 0}
+        if ids:
+            step["$id"] = f"https://schemas.test/d{i}.json"
+        defs[f"d{i}"] = step
+    return {"$defs": defs, "$ref": "https://schemas.test/d0.json" if ids else "#/$defs/d0"}
+
+
+@pytest.mark.parametrize("ids", [False, True])
+def test_shape_follows_references_across_ids(ids: bool) -> None:
+    shape = shape_of(_doubling(10, ids))
+    # The root, then per step the allOf and one of its items: 1 + 2 * 10 + the leaf.
+    # Work: W(leaf) = 1, W(step) = 1 + 2 * (1 + W(next)), so 4 * 2**10 - 3, and the root.
+    assert (shape.hops, shape.work, shape.followed) == (22, 4 * 2**10 - 3 + 1, True)
+    with pytest.raises(UnsupportedSchema, match="too costly"):
+        compile_schema(_doubling(14, ids))
+    assert compile_schema(_doubling(10, ids)).is_valid(1)
+
+
+def test_shape_of_chains_loops_and_other_documents() -> None:
+    assert shape_of({"type": "object"}) == Shape(hops=1, work=1, recursive=False)
+    assert shape_of(TREE).recursive
+    assert shape_of(TREE).hops == 2  # the root, then the $ref to it from an item
+    with pytest.raises(ShapeError):
+        shape_of({"$defs": {"a": {"allOf": [{"$ref": "#"}]}}, "$ref": "#/$defs/a"})
+    assert not shape_of({"$ref": "https://elsewhere.test/s.json"}).followed
+    # A metaschema the library holds is a known leaf, not another document.
+    assert shape_of({"$ref": "https://json-schema.org/draft/2020-12/schema"}).followed
 
 
 def test_small_invalid_instances_list_every_violation_up_to_the_limit() -> None:
