@@ -33,24 +33,32 @@ from urllib.parse import unquote, urljoin
 
 __all__ = ["Shape", "ShapeError", "shape_of"]
 
-# Keywords whose subschemas apply to the same value (the chain) ...
-_IN_PLACE_ONE: Final = ("not", "if", "then", "else")
-_IN_PLACE_LIST: Final = ("allOf", "anyOf", "oneOf")
-_IN_PLACE_MAP: Final = ("dependentSchemas", "dependencies")
-# ... to a member, an item or a name (each starts a chain of its own) ...
-_DESCEND_ONE: Final = (
-    "additionalProperties",
-    "unevaluatedProperties",
-    "propertyNames",
-    "additionalItems",
-    "unevaluatedItems",
-    "contains",
-    "items",
-)
-_DESCEND_LIST: Final = ("prefixItems", "items")
-_DESCEND_MAP: Final = ("properties", "patternProperties")
-# ... or to nothing until referenced.
-_DEFINITIONS: Final = ("$defs", "definitions")
+# Keywords holding subschemas, by what they apply to and how they hold them: the same
+# value (the chain), or a member, an item, a name, or nothing until referenced.
+_IN_PLACE, _ELSEWHERE = True, False
+_ONE, _LIST, _MAP = 0, 1, 2
+_KEYWORDS: Final[dict[str, tuple[bool, int]]] = {
+    **dict.fromkeys(("not", "if", "then", "else"), (_IN_PLACE, _ONE)),
+    **dict.fromkeys(("allOf", "anyOf", "oneOf"), (_IN_PLACE, _LIST)),
+    # draft-07 "dependencies" also holds name lists: only its schemas are kept.
+    **dict.fromkeys(("dependentSchemas", "dependencies"), (_IN_PLACE, _MAP)),
+    **dict.fromkeys(
+        (
+            "additionalProperties",
+            "unevaluatedProperties",
+            "propertyNames",
+            "additionalItems",
+            "unevaluatedItems",
+            "contains",
+            "items",  # a list too, in draft 7
+        ),
+        (_ELSEWHERE, _ONE),
+    ),
+    "prefixItems": (_ELSEWHERE, _LIST),
+    **dict.fromkeys(
+        ("properties", "patternProperties", "$defs", "definitions"), (_ELSEWHERE, _MAP)
+    ),
+}
 _DYNAMIC: Final = ("$dynamicRef", "$recursiveRef")
 
 # Past this, work is "too much" whatever its exact value: the count saturates here.
@@ -71,25 +79,22 @@ class Shape:
 
 def _children(node: dict[str, Any]) -> tuple[list[Any], list[Any]]:
     """The node's subschemas: (applied in place, everything else)."""
-    in_place: list[Any] = [node[k] for k in _IN_PLACE_ONE if k in node]
-    for key in _IN_PLACE_LIST:
-        value = node.get(key)
-        if isinstance(value, list):
-            in_place.extend(value)
-    for key in _IN_PLACE_MAP:
-        value = node.get(key)
+    in_place: list[Any] = []
+    other: list[Any] = []
+    for key, value in node.items():
+        found = _KEYWORDS.get(key)
+        if found is None:
+            continue
+        same_value, holds = found
+        into = in_place if same_value else other
         if isinstance(value, dict):
-            in_place.extend(value.values())  # draft-07 name lists are skipped below
-    other: list[Any] = [node[k] for k in _DESCEND_ONE if k in node]
-    for key in _DESCEND_LIST:
-        value = node.get(key)
-        if isinstance(value, list):
-            other.extend(value)
-    for key in (*_DESCEND_MAP, *_DEFINITIONS):
-        value = node.get(key)
-        if isinstance(value, dict):
-            other.extend(value.values())
-    return [c for c in in_place if isinstance(c, dict)], [c for c in other if isinstance(c, dict)]
+            if holds == _ONE:
+                into.append(value)
+            elif holds == _MAP:
+                into.extend(v for v in value.values() if isinstance(v, dict))
+        elif isinstance(value, list) and (holds == _LIST or key == "items"):
+            into.extend(v for v in value if isinstance(v, dict))
+    return in_place, other
 
 
 def _follow(root: Any, pointer: str) -> Any:
