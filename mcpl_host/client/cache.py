@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal, TypeAlias
 
-from ..protocol.schema import UnsupportedSchema, Validator, validator_for
+from .schema import UnsupportedSchema, Validator, validator_for
 from .types import Tool
 
 __all__ = ["ListCache", "ListKind"]

@@ -18,11 +18,11 @@ from .._log import get_logger
 from ..driver.pending import ProgressCallback
 from ..protocol.errors import McplHostError, OutputSchemaError
 from ..protocol.redact import Redactor
-from ..protocol.schema import UnsupportedSchema
 from .cache import ListCache, ListKind
 from .decode import decode_result
 from .pagination import DEFAULT_MAX_PAGES, collect_raw
 from .restore import SessionState
+from .schema import UnsupportedSchema
 from .types import (
     CallToolResult,
     Completion,

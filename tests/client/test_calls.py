@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import msgspec
 import pytest
 import trio
+from structlog.testing import capture_logs
 
 from mcpl_host import (
     CallToolResult,
@@ -30,7 +32,7 @@ from mcpl_host.client import (
 )
 
 from ..driver.conftest import connected
-from .helpers import Answers
+from .helpers import Answers, schema_server
 
 TOOLS_PAGE_1 = {
     "tools": [
@@ -325,6 +327,52 @@ async def test_the_output_validator_is_built_once_per_tool_list(
             await conn.list_tools(refresh=True)  # a new list: its schemas are looked up anew
             await conn.call_tool("add")
             assert len(built) == 2
+
+
+async def test_a_mismatching_value_never_reaches_the_error() -> None:
+    secret = "ghp_" + "Z" * 36
+    table = {
+        "tools/list": SCHEMA_TOOLS,
+        "tools/call": {"content": [], "structuredContent": {"sum": secret}},
+    }
+    with trio.fail_after(5):
+        async with connected() as (conn, peer, nursery):
+            nursery.start_soon(Answers(peer, table).run)
+            with pytest.raises(OutputSchemaError) as caught:
+                await conn.call_tool("add")
+    error = caught.value
+    assert [(v.path, v.keyword) for v in error.violations] == [("/sum", "type")]
+    assert secret not in str(error)
+    assert all(secret not in v.message for v in error.violations)
+    assert error.result.structured_content == {"sum": secret}  # the caller still has it
+
+
+async def test_an_output_schema_naming_another_document_is_never_fetched() -> None:
+    with schema_server() as (url, hits):
+        tools = {
+            "tools": [
+                {
+                    "name": "remote",
+                    "inputSchema": {"type": "object"},
+                    "outputSchema": {"$ref": f"{url}/result.json"},
+                }
+            ]
+        }
+        table = {
+            "tools/list": tools,
+            "tools/call": {"content": [], "structuredContent": {"anything": 1}},
+        }
+        with capture_logs() as logs, trio.fail_after(5):
+            async with connected() as (conn, peer, nursery):
+                nursery.start_soon(Answers(peer, table).run)
+                result = await conn.call_tool("remote")
+                await conn.call_tool("remote")
+        assert result.structured_content == {"anything": 1}  # returned, unchecked
+        warnings = [e for e in logs if e["event"] == "tool result not validated"]
+        assert len(warnings) == 2
+        assert "never fetched" in warnings[0]["reason"]
+        time.sleep(0.05)  # a stray fetch would have arrived by now
+        assert hits == []
 
 
 async def test_resources_read_subscribe_and_updated_events() -> None:
