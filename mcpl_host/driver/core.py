@@ -300,6 +300,8 @@ class Driver(OwnsNursery):
             step = epoch.handshake_step
             if isinstance(step, Established):
                 await epoch.write(step.initialized)
+                if not epoch.open:  # lost right after: it never served as a connection
+                    raise epoch.closed_error(outcome_unknown=False)  # noqa: TRY301 - as a lost write
         except trio.TooSlowError:
             await self._end_epoch(epoch, "initialize-timeout")
             raise RequestTimeout(

@@ -38,7 +38,7 @@ from ..protocol.errors import (
     RequestError,
 )
 from ..protocol.framing import LineDecoder, OversizedLine
-from ..protocol.handshake import Established, Send, Skip, describe_error_member
+from ..protocol.handshake import Established, Failed, Send, Skip, describe_error_member
 from ..protocol.messages import encode
 from ..protocol.redact import Redactor
 from .epoch import BatchSlot, Epoch
@@ -136,6 +136,14 @@ class Inbound:
             message = decode_line(item)
             if epoch.handshake_step is None:
                 self._during_handshake(epoch, message)
+            elif epoch.profile is None:  # the handshake failed: this transport is ending
+                epoch.log.info(
+                    "message",
+                    direction="in",
+                    outcome=Outcome.IGNORED,
+                    reason="the handshake failed",
+                    **self._describe(message),
+                )
             elif type(message) is Batch:
                 self._on_batch(epoch, message)
             else:
@@ -160,21 +168,27 @@ class Inbound:
             )
         else:
             epoch.log.debug("message", direction="in", method="initialize", outcome=step.outcome)
-            if isinstance(step, Established):
-                # Bound here, in the reader, before it reads on: a message in the same read
-                # as the answer (or just after) is handled by the negotiated revision (and
-                # MCPL's terms for this transport) even before the connecting task has
-                # written notifications/initialized.
-                epoch.profile = step.profile
-                # A transport whose requests name the revision (HTTP's header) learns it
-                # here, once accepted, never from the server's answer alone.
-                use_revision = getattr(epoch.transport, "use_revision", None)
-                if use_revision is not None:
-                    use_revision(step.profile.revision)
-                if self.mcpl is not None:
-                    self.mcpl.bind(epoch, step.result.capabilities)
-            epoch.handshake_step = step
-            epoch.handshake_done.set()
+            try:
+                self._bind(epoch, step)
+            finally:  # the connecting task must learn the outcome whatever happens here
+                epoch.handshake_step = step
+                epoch.handshake_done.set()
+
+    def _bind(self, epoch: Epoch, step: Established | Failed) -> None:
+        """The initialize answer was just read: bind what it settles, here, in the reader,
+        before it reads on. A message in the same read as the answer (or just after) is
+        then handled by the negotiated revision, and by MCPL's terms for this transport,
+        even before the connecting task has written notifications/initialized."""
+        if not isinstance(step, Established):
+            return
+        epoch.profile = step.profile
+        # A transport whose requests name the revision (HTTP's header) learns it here,
+        # once accepted, never from the server's answer alone.
+        use_revision = getattr(epoch.transport, "use_revision", None)
+        if use_revision is not None:
+            use_revision(step.profile.revision)
+        if self.mcpl is not None:
+            self.mcpl.bind(epoch, step.result.capabilities)
 
     def _on_batch(self, epoch: Epoch, batch: Batch) -> None:
         plan = plan_batch(batch, epoch.profile)

@@ -130,8 +130,12 @@ class Outbound:
                 hard = max_timeout if max_timeout is not None else timeout * 10
                 pending.progress_reset = (timeout, trio.current_time() + hard)
         self.timeouts.watch(pending)
-        if epoch is not None:
+        if epoch is not None and epoch.open:
             self.send(pending, epoch, seq, line)
+        elif epoch is not None and pinned:
+            # Its transport ended before it could be queued there (a task spawned for
+            # it ran late): it may go nowhere else.
+            pending.settle(error=epoch.closed_error(outcome_unknown=False))
         else:
             self._unsent.append(pending)  # sent once the new transport is up
         return pending

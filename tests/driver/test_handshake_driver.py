@@ -5,13 +5,15 @@ from __future__ import annotations
 import msgspec
 import pytest
 import trio
+import trio.testing
 from structlog.testing import capture_logs
 
-from mcpl_host import InitializeError, RequestTimeout, VersionError
+from mcpl_host import Connection, InitializeError, Mcpl, RequestTimeout, VersionError
 from mcpl_host.events import Connected, Event
 from mcpl_host.protocol.errors import TransportError
+from mcpl_host.transports.memory import StreamTransport
 
-from .peer import memory_connection
+from .peer import Peer, memory_connection
 
 
 async def test_connect_writes_initialize_then_initialized() -> None:
@@ -198,3 +200,78 @@ async def test_a_message_in_the_same_write_as_the_answer_meets_the_negotiated_re
             async with conn:
                 pass
     assert not [e for e in logs if e["log_level"] in ("error", "critical")]
+
+
+class _DiesAfterInitialized(trio.abc.Stream):
+    """The host's end of a memory stream whose server hangs up the moment
+    notifications/initialized is written, and lets the host's reader see the end of the
+    stream before the write returns (the order a busy machine can produce)."""
+
+    def __init__(self, inner: trio.abc.Stream, peer: trio.abc.Stream) -> None:
+        self.inner, self.peer = inner, peer
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self.inner.send_all(data)
+        if b"notifications/initialized" in bytes(data):
+            await self.peer.aclose()
+            await trio.testing.wait_all_tasks_blocked()
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        return await self.inner.receive_some(max_bytes)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_transport_lost_right_after_initialized_is_a_failed_connect() -> None:
+    """Not a connection that was up: no Connected event, no MCPL grant left pending on
+    the dead transport, a typed error at once."""
+    events: list[Event] = []
+    host, peer_stream = trio.testing.memory_stream_pair()
+    peer = Peer(peer_stream)
+
+    async def opener() -> StreamTransport:
+        return StreamTransport(_DiesAfterInitialized(host, peer_stream))
+
+    conn = Connection(opener, on_event=events.append, mcpl=Mcpl(grants=("pushEvents",)))
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+
+            async def server() -> None:  # answers initialize; the wrapper hangs up
+                init = await peer.expect("initialize")
+                result = {
+                    "protocolVersion": "2024-11-05",
+                    "capabilities": {"experimental": {"mcpl": {}}},
+                }
+                await peer.send({"jsonrpc": "2.0", "id": init["id"], "result": result})
+
+            nursery.start_soon(server)
+            with pytest.raises(TransportError) as info:
+                async with conn:
+                    pytest.fail("connected")
+    assert info.value.reason == "eof"
+    assert not [e for e in events if isinstance(e, Connected)]
+    assert conn._outbound.pending == {}
+
+
+async def test_a_request_after_a_refused_answer_is_ignored_not_an_internal_error() -> None:
+    conn, peer = memory_connection(versions=["2025-11-25"])
+
+    async def server() -> None:
+        init = await peer.expect("initialize")
+        refused = {"jsonrpc": "2.0", "id": init["id"], "result": {"protocolVersion": "1999-01-01"}}
+        then = b'{"jsonrpc":"2.0","id":5,"method":"roots/list"}'
+        await peer.send(msgspec.json.encode(refused) + b"\n" + then)
+
+    with capture_logs() as logs, trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server)
+            with pytest.raises(VersionError):
+                async with conn:
+                    pytest.fail("connected")
+    assert not [e for e in logs if e["log_level"] in ("error", "critical")]
+    ignored = [e for e in logs if e.get("reason") == "the handshake failed"]
+    assert [e["method"] for e in ignored] == ["roots/list"]
