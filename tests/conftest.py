@@ -30,6 +30,8 @@ def _deadline(item: pytest.Item) -> float:
     marker = item.get_closest_marker("timeout")
     if marker is not None and marker.args:
         return float(marker.args[0])
+    if marker is not None and "timeout" in marker.kwargs:
+        return float(marker.kwargs["timeout"])
     return float(item.config.getini("timeout"))
 
 

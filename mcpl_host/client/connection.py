@@ -101,9 +101,9 @@ class Connection(Driver, ClientCalls):
         mcpl: Mcpl | None = None,
         max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
     ) -> None:
-        """Raises :class:`~mcpl_host.ConfigurationError` for a bad target or allowlist,
-        ``TypeError`` for a root that is neither a Root nor a string, ``ValueError`` for
-        ``max_subscriptions`` below 1.
+        """Raises :class:`~mcpl_host.ConfigurationError` for a bad target or allowlist or
+        ``max_subscriptions`` below 1, ``TypeError`` for a root that is neither a Root nor
+        a string.
 
         ``reconnect``: without a policy (the default) the connection ends with its
         transport; with one, a lost transport is replaced and pending requests rebound,

@@ -25,7 +25,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..protocol.errors import LimitExceeded
+from ..protocol.errors import ConfigurationError, LimitExceeded
 
 __all__ = ["DEFAULT_MAX_SUBSCRIPTIONS", "Restore", "SessionState"]
 
@@ -46,9 +46,10 @@ class SessionState:
     """The subscriptions and the logging level one connection's server should have."""
 
     def __init__(self, *, max_subscriptions: int, server: str | None = None) -> None:
-        """Raises ``ValueError`` when ``max_subscriptions`` is below 1."""
+        """Raises :class:`~mcpl_host.ConfigurationError` when ``max_subscriptions`` is
+        below 1."""
         if max_subscriptions < 1:
-            raise ValueError("max_subscriptions must be at least 1")
+            raise ConfigurationError("max_subscriptions must be at least 1")
         self.max_subscriptions = max_subscriptions
         self._server = server
         self._tokens = itertools.count(1)

@@ -227,11 +227,15 @@ def _small(instance: Any) -> bool:
 
 def _canonical(schema: Any) -> bytes:
     try:
-        return msgspec.json.encode(schema, order="sorted")
+        canonical = msgspec.json.encode(schema, order="sorted")
     except RecursionError:
         raise UnsupportedSchema("schema nested too deeply to compile") from None
     except (TypeError, ValueError, msgspec.EncodeError) as exc:
         raise UnsupportedSchema("the schema is not JSON") from exc
+    # Refused before any cache sees it: an oversized schema must not become a cache key.
+    if len(canonical) > MAX_SCHEMA_BYTES:
+        raise UnsupportedSchema(f"schema larger than {MAX_SCHEMA_BYTES} bytes")
+    return canonical
 
 
 def _refusal(library: Any, error: jsonschema_rs.ValidationError) -> str:
@@ -247,8 +251,6 @@ def _refusal(library: Any, error: jsonschema_rs.ValidationError) -> str:
 
 
 def _compile(canonical: bytes) -> Validator:
-    if len(canonical) > MAX_SCHEMA_BYTES:
-        raise UnsupportedSchema(f"schema larger than {MAX_SCHEMA_BYTES} bytes")
     try:
         schema = msgspec.json.decode(canonical)
     except RecursionError:

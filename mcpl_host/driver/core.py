@@ -424,8 +424,8 @@ class Driver(OwnsNursery):
         """
         if policy.max_attempts is not None and failed >= policy.max_attempts:
             raise TransportError(
-                f"the server ended {failed} connections in a row within "
-                f"{policy.stable:g} s of their handshake",
+                f"gave up after {failed} failed attempts in a row (a connection that ends "
+                f"within {policy.stable:g} s of its handshake counts as one)",
                 reason="unstable",
                 server=self.name,
             )

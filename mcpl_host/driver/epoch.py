@@ -1,7 +1,7 @@
 """A transport epoch: one transport's lifetime, and the answers bound to it.
 
-Everything that belongs to one transport lives here: its write lock, its negotiated
-profile, its handshake, and the server requests read on it. A responder writes through
+Everything that belongs to one transport lives here: its outbox and its one writer, its
+negotiated profile, its handshake, and the server requests read on it. A responder writes through
 its epoch, so an answer can only ever reach the transport its request came on.
 """
 
@@ -29,7 +29,7 @@ _log = get_logger("mcpl_host.connection")
 
 
 class Epoch:
-    """One transport's lifetime: its stream, write lock, profile and inbound work.
+    """One transport's lifetime: its stream, outbox, profile and inbound work.
 
     ``on_lost(epoch, reason)`` is called (once) when a write fails; ``spawn`` starts a
     task in the connection's nursery; ``on_wire(direction, line)`` sees every line

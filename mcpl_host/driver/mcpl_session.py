@@ -88,8 +88,6 @@ class McplSession:
         self._held: HoldBuffer[_Held] = HoldBuffer(
             max_notifications=config.max_held_notifications, holding=False
         )
-        if config.max_queued_notifications < 1:
-            raise ValueError("max_queued_notifications must be at least 1")
         # Admitted notifications waiting for their hooks, oldest first; one task serves
         # them, so a hook never overtakes the one before it.
         self._queue: deque[tuple[McplHook, Request | Notification]] = deque()

@@ -23,7 +23,7 @@ class Pending:
 
     It outlives transports: when one is lost the request may be rebound onto the next
     with a new id (``id`` and ``epoch`` then change), while the caller keeps waiting on
-    the same ``done``.
+    the same object.
     """
 
     __slots__ = (

@@ -15,6 +15,7 @@ from typing import Any, TypeAlias
 import msgspec
 
 from ..protocol.envelope import RequestId
+from ..protocol.errors import ConfigurationError
 
 __all__ = ["ChunkSender", "Mcpl", "McplContext", "McplHook"]
 
@@ -52,10 +53,18 @@ class Mcpl:
     ``max_queued_notifications`` (at least 1) bounds the admitted notifications waiting
     for their hooks, which run one at a time in arrival order; past either bound the
     oldest waiting notification is dropped, with a warning.
-    ``update_timeout``: how long a ``featureSets/update`` waits for its receipt."""
+    ``update_timeout``: how long a ``featureSets/update`` waits for its receipt.
+
+    Raises :class:`~mcpl_host.ConfigurationError` for a bound below its minimum."""
 
     grants: tuple[str, ...] = ()
     hooks: Mapping[str, McplHook] = field(default_factory=dict)
     max_held_notifications: int = 1000
     update_timeout: float = 15.0
     max_queued_notifications: int = 1000
+
+    def __post_init__(self) -> None:
+        if self.max_queued_notifications < 1:
+            raise ConfigurationError("Mcpl.max_queued_notifications must be at least 1")
+        if self.max_held_notifications < 0:
+            raise ConfigurationError("Mcpl.max_held_notifications must be at least 0")

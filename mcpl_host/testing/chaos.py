@@ -239,8 +239,9 @@ async def run_mcpl_race(reconnects: int) -> McplRaceReport:
         conn = Connection(factory, mcpl=mcpl, reconnect=policy)
         nursery.start_soon(conn.run)
         for _ in range(reconnects + 1):
-            number, peer = await connections[1].receive()
-            answer = await _race_one(number, peer)
+            with trio.fail_after(10):  # a host that stopped reconnecting fails the run
+                number, peer = await connections[1].receive()
+                answer = await _race_one(number, peer)
             granted = number % 2 == 1
             if answer is None:
                 report.unanswered += 1

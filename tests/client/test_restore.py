@@ -14,6 +14,7 @@ import trio
 from structlog.testing import capture_logs
 
 from mcpl_host import (
+    ConfigurationError,
     Connection,
     Event,
     LimitExceeded,
@@ -255,7 +256,7 @@ async def test_subscriptions_are_bounded_and_past_the_bound_nothing_is_written()
         msgspec.json.decode(x)["params"]["uri"] for x in peer.received if b"/subscribe" in x
     ]
     assert subscribed == ["file:///a", "file:///b", "file:///a", "file:///c"]
-    with pytest.raises(ValueError, match="max_subscriptions"):
+    with pytest.raises(ConfigurationError, match="max_subscriptions"):
         Connection(supply.factory, max_subscriptions=0)
 
 

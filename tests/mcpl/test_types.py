@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from mcpl_host import ConfigurationError, Mcpl
 from mcpl_host.mcpl.methods import INBOUND
 from mcpl_host.mcpl.types import (
     PARAMS_TYPES,
@@ -260,3 +261,10 @@ def test_params_that_are_not_an_object_fail() -> None:
         decode_params("channels/list", b"{bad")
     with pytest.raises(KeyError):
         decode_params("tools/list", b"{}")
+
+
+def test_mcpl_bounds_below_their_minimum_are_configuration_errors() -> None:
+    with pytest.raises(ConfigurationError, match="max_queued_notifications"):
+        Mcpl(max_queued_notifications=0)
+    with pytest.raises(ConfigurationError, match="max_held_notifications"):
+        Mcpl(max_held_notifications=-1)
