@@ -20,6 +20,7 @@ from mcpl_host import (
     HttpTarget,
     Reconnected,
     RequestError,
+    TransportError,
     VersionError,
 )
 
@@ -330,22 +331,40 @@ async def test_a_message_on_the_get_stream_as_it_opens_meets_the_negotiated_revi
         assert [shape(body) for body in host_answers(server)] == [expected]
 
 
-async def test_a_session_refused_at_every_initialized_is_renewed_a_bounded_number_of_times() -> (
+async def test_a_server_refusing_every_renewed_session_is_renewed_a_bounded_number_of_times() -> (
     None
 ):
+    """After the first session, the server forgets every new one at its
+    notifications/initialized (404): each renewal is a failed attempt, and so is the first
+    session (it lived less than ``stable``), so the built-in renewal's three attempts end
+    the connection after two more sessions, where it used to renew without end."""
+
     def answer(message: Any, session: str | None) -> Any:
-        if message.get("method") == "notifications/initialized":
-            return 404  # the server forgets every session at once
-        return None
+        if message.get("method") == "notifications/initialized" and server.initializes > 1:
+            return 404
+        return None if "id" not in message else result(message, {})
 
     events: list[object] = []
     with ScriptedHttpServer(answer) as server, trio.fail_after(10):
-        async with Connection(HttpTarget(server.url), on_event=events.append):
+        async with Connection(HttpTarget(server.url), on_event=events.append) as conn:
+            server.drop_sessions()
+            with pytest.raises(ConnectionClosed):
+                await conn.request("tools/call", {"name": "x"})
             while not any(isinstance(e, Closed) for e in events):
                 await trio.sleep(0.01)
-        # Each renewed session died at once: three sessions (the renewal's attempts),
-        # then the connection closed, where it used to renew without end.
         assert server.initializes == 3
     closed = events[-1]
     assert isinstance(closed, Closed)
     assert closed.reason == "reconnect-failed"
+
+
+async def test_a_404_on_notifications_initialized_fails_the_connect() -> None:
+    def answer(message: Any, session: str | None) -> Any:
+        return 404 if message.get("method") == "notifications/initialized" else None
+
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10):
+        with pytest.raises(TransportError) as info:
+            async with Connection(HttpTarget(server.url)):
+                pytest.fail("connected")
+        assert server.initializes == 1
+    assert info.value.reason == "session-expired"
