@@ -20,7 +20,15 @@ from functools import partial
 from typing import Any
 
 import pytest
+import structlog
 import trio
+
+# Tests read the library's log events with structlog.testing.capture_logs, which sees them
+# only when structlog is configured (unconfigured, mcpl_host logs warnings to stderr and
+# drops the rest: mcpl_host/_log.py). Configured here, once, so that no test depends on
+# another having configured it first; the unconfigured default has its own subprocess
+# tests (tests/driver/test_default_logging.py).
+structlog.configure()
 
 # How much later pytest-timeout's hard stop comes than the watchdog, for a trio test.
 _HARD_STOP_MARGIN = 15.0

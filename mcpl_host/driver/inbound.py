@@ -27,6 +27,7 @@ from ..protocol.envelope import (
     Outcome,
     Request,
     Response,
+    classify_entry,
     decode_line,
 )
 from ..protocol.errors import (
@@ -200,6 +201,8 @@ class Inbound:
                 "message", direction="in", outcome=plan.outcome, reason=plan.answer.error.message
             )
             self._spawn(epoch.write_quietly, encode(plan.answer))
+            if self._pending:
+                self._refused_answers(epoch, batch)
             return
         assert isinstance(plan, BatchPlan)
         answers = BatchAnswers(plan)
@@ -209,6 +212,22 @@ class Inbound:
             line = answers.encode()
             if line is not None:
                 self._spawn(epoch.write_quietly, line)
+
+    def _refused_answers(self, epoch: Epoch, batch: Batch) -> None:
+        """A refused array may carry answers to the host's requests: none is taken, so
+        those requests fail now rather than wait for their timeouts."""
+        assert epoch.profile is not None
+        error = (
+            f"the server answered with a JSON-RPC batch, which protocol revision "
+            f"{epoch.profile.revision} does not allow"
+        )
+        for raw in batch.entries:
+            entry = classify_entry(raw)
+            if type(entry) is not Response or type(entry.id) is not int:
+                continue
+            pending = self._pending.get(entry.id)
+            if pending is not None and not pending.settled and pending.epoch is epoch:
+                pending.settle(error=ProtocolError(error, server=self.server))
 
     def _on_message(
         self, epoch: Epoch, message: Classified, batch: BatchAnswers | None, index: int

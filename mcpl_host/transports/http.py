@@ -266,34 +266,13 @@ class HttpTransport:
 
     async def _take(self, payload: bytes, waiting: set[Any]) -> None:
         """Hand ``payload`` (a JSON body, or an event's data) to the connection and
-        strike the requests it answers off ``waiting``.
-
-        An array is an answer only where the revision in force accepts batches. After
-        2025-03-26 (or before any revision is agreed) the connection refuses the array
-        by the batch rule and handles none of its entries, so the requests it answered
-        would wait for their timeouts: they are settled at once with an error instead.
-        """
+        strike the requests it answers off ``waiting``. An array that the revision in
+        force refuses answers nothing; the reader fails the requests it carried answers
+        to, as on every transport."""
         messages = _peek(payload)
         # A server request may reuse an id; an id of another kind answers nothing of ours.
-        answered = {
-            m.id for m in messages if m.method is None and type(m.id) in (int, str)
-        } & waiting
-        waiting -= answered
+        waiting -= {m.id for m in messages if m.method is None and type(m.id) in (int, str)}
         await self._deliver(payload)
-        if answered and payload.lstrip()[:1] == b"[" and not self._accepts_batches():
-            version = self.protocol_version
-            await self._unanswered(
-                answered,
-                "the server answered with a JSON-RPC batch, which protocol revision "
-                f"{version} does not allow"
-                if version is not None
-                else "the server answered with a JSON-RPC batch before a revision was agreed",
-            )
-
-    def _accepts_batches(self) -> bool:
-        version = self.protocol_version
-        profile = PROFILES.get(version) if version is not None else None
-        return profile is not None and profile.accepts_batches
 
     async def _unanswered(self, waiting: set[Any], why: str) -> None:
         """Settle the requests a POST will never answer, rather than let them wait."""

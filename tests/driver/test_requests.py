@@ -368,3 +368,22 @@ async def test_a_raising_event_callback_never_breaks_the_connection() -> None:
         "Connected",
         "ListChanged",
     ]
+
+
+async def test_an_array_answer_the_revision_refuses_fails_its_request_at_once() -> None:
+    """On 2025-06-18 and later an array is refused whole (one -32600, id null) and none of
+    its entries is taken: a request it carried the answer to fails at once with a
+    ProtocolError instead of waiting for its timeout."""
+    with trio.fail_after(5):
+        async with connected("2025-11-25", request_timeout=60) as (conn, peer, nursery):
+
+            async def server() -> None:
+                request = await peer.recv()
+                await peer.send([{"jsonrpc": "2.0", "id": request["id"], "result": {}}])
+
+            nursery.start_soon(server)
+            with pytest.raises(ProtocolError, match="JSON-RPC batch, which protocol revision"):
+                await conn.request("tools/call", {"name": "x"})
+            refusal = await peer.recv()
+            assert refusal["id"] is None
+            assert refusal["error"]["code"] == -32600
