@@ -65,11 +65,8 @@ def ensure_installed(pyproject: dict[str, object]) -> None:
     )
     if found != pins:
         print(f"== installing .[test,mutation] into .venv (have {found}, want {pins})")
-        subprocess.run(
-            [str(VENV_PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-            + ["-e", f"{ROOT}[test,mutation]"],
-            check=True,
-        )
+        pip = [str(VENV_PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        subprocess.run([*pip, "-e", f"{ROOT}[test,mutation]"], check=True)
 
 
 def toml_value(value: object) -> str:
@@ -85,7 +82,9 @@ def toml_value(value: object) -> str:
     raise TypeError(f"no TOML literal for {value!r}")
 
 
-def mutmut_settings(pyproject: dict[str, object], target: dict[str, list[str]]) -> dict[str, object]:
+def mutmut_settings(
+    pyproject: dict[str, object], target: dict[str, list[str]]
+) -> dict[str, object]:
     settings = dict(pyproject["tool"]["mutmut"])  # type: ignore[index]
     settings["only_mutate"] = target["mutate"]
     settings["do_not_mutate"] = target["do_not_mutate"]
