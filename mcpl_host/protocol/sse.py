@@ -56,6 +56,8 @@ class SseDecoder:
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
         events: list[SseEvent] = []
+        if not chunk:
+            return events  # a CR just seen still waits for the LF that may follow it
         if self._after_cr and chunk.startswith(b"\n"):
             chunk = chunk[1:]  # the LF of a CRLF cut between two chunks
         self._after_cr = False
