@@ -10,12 +10,14 @@ so a rerun tests only what changed. Runs niced, one mutant at a time unless --jo
 otherwise. It is slow, so neither scripts/test nor CI runs it.
 
     python3 scripts/mutation.py [--target core|driver] [--jobs N] [run [PATTERN ...]]
+    python3 scripts/mutation.py [--target ...] retest
     python3 scripts/mutation.py [--target ...] summary
     python3 scripts/mutation.py [--target ...] results|show NAME|browse|...  (mutmut's own)
 
-`run` without patterns runs every mutant not yet tested; with patterns (mutant names,
-`*` allowed: 'mcpl_host.protocol.redact.*') it reruns just those, after a test changed.
-`summary` prints the verdicts per package and lists the survivors.
+`run` without patterns runs every mutant not yet tested (and those of functions whose
+source changed); with patterns (mutant names, `*` allowed: 'mcpl_host.protocol.redact.*')
+it reruns just those. `retest` reruns every mutant that was not killed, after tests
+changed. `summary` prints the verdicts per package and lists the survivors.
 """
 
 from __future__ import annotations
@@ -140,8 +142,8 @@ def prepare(name: str, pyproject: dict[str, object]) -> Path:
     return work
 
 
-def summary(work: Path) -> int:
-    """Verdicts per package (the module path up to its last part), then the survivors."""
+def verdicts(work: Path) -> dict[str, str]:
+    """Every mutant's verdict so far, by name."""
     listing = subprocess.run(
         [str(MUTMUT), "results", "--all", "true"],
         cwd=work,
@@ -149,21 +151,28 @@ def summary(work: Path) -> int:
         text=True,
         check=True,
     ).stdout
-    verdicts: dict[str, Counter[str]] = {}
-    survivors: list[str] = []
+    found: dict[str, str] = {}
     for line in listing.splitlines():
         mutant, _, status = line.strip().rpartition(": ")
-        if not mutant:
-            continue
+        if mutant:
+            found[mutant] = status
+    return found
+
+
+def summary(work: Path) -> int:
+    """Verdicts per package (the module path up to its last part), then the survivors."""
+    counts: dict[str, Counter[str]] = {}
+    survivors: list[str] = []
+    for mutant, status in verdicts(work).items():
         module = mutant.split(".x", 1)[0]
         package = module.rsplit(".", 1)[0]
-        verdicts.setdefault(package, Counter())[status] += 1
+        counts.setdefault(package, Counter())[status] += 1
         if status != "killed":
             survivors.append(f"{status}: {mutant}")
-    statuses = sorted({status for counts in verdicts.values() for status in counts})
+    statuses = sorted({status for per_package in counts.values() for status in per_package})
     print("package".ljust(24) + "".join(s.rjust(12) for s in ["total", *statuses]))
-    for package, counts in sorted(verdicts.items()):
-        cells = [sum(counts.values())] + [counts[s] for s in statuses]
+    for package, per_package in sorted(counts.items()):
+        cells = [sum(per_package.values())] + [per_package[s] for s in statuses]
         print(package.ljust(24) + "".join(str(c).rjust(12) for c in cells))
     print()
     print("\n".join(sorted(survivors)) or "no survivors")
@@ -174,7 +183,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--target", default="core", help="a [tool.mutation.*] table (core)")
     parser.add_argument("--jobs", type=int, default=1, help="mutants tested at once (1)")
-    parser.add_argument("command", nargs="?", default="run", help="run, summary or mutmut's")
+    parser.add_argument(
+        "command", nargs="?", default="run", help="run, retest, summary, or mutmut's"
+    )
     parser.add_argument("args", nargs=argparse.REMAINDER, help="for the command")
     options = parser.parse_args()
 
@@ -187,7 +198,14 @@ def main() -> int:
     if options.command == "summary":
         return summary(work)
     command = [str(MUTMUT), options.command]
-    if options.command == "run":
+    if options.command == "retest":
+        command[1] = "run"
+        names = sorted(name for name, status in verdicts(work).items() if status != "killed")
+        if not names:
+            print("every mutant was killed")
+            return 0
+        command += names
+    if command[1] == "run":
         command += ["--max-children", str(options.jobs)]
     command += options.args
     # Low priority: the machine is shared, and mutation testing can wait.

@@ -309,6 +309,7 @@ MALFORMED: list[tuple[Any, str]] = [
     ({"accepted": False, "fallback": []}, NO_FALLBACK + "an array"),
     # The server's text is escaped and cut at 64 UTF-16 units.
     ({"accepted": False, "fallback": "y\n" * 40}, NO_FALLBACK + "y\\u000a" * 8 + "y…[cut]"),
+    ({"accepted": False, "fallback": "y" * 100}, NO_FALLBACK + "y" * 58 + "…[cut]"),
     ({"accepted": True, "mode": "full"}, BAD_MODE + "full"),
     ({"accepted": True, "mode": None}, BAD_MODE + "null"),
     ({"accepted": True, "mode": 3}, BAD_MODE + "a number"),
