@@ -105,6 +105,11 @@ def test_overlapping_secrets_leave_no_part_visible() -> None:
     assert redactor.redact("xxabcdefghiyy") == "xx***yy"
 
 
+def test_a_secret_overlapping_itself_leaves_no_part_visible() -> None:
+    # Occurrences one character apart: each is found, not only every other one.
+    assert Redactor(["aaaa"]).redact("xaaaaay") == "x***y"
+
+
 def test_escape_that_would_spell_a_secret_is_masked_too() -> None:
     redactor = Redactor(["u000aBC"])
     assert "u000aBC" not in redactor.log_value("\nBC")
