@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -127,6 +128,8 @@ def prepare(name: str, pyproject: dict[str, object]) -> Path:
         link(ROOT / source_path, work / Path(source_path))
     # Only the target's test directories (and those they import from), each with the
     # package __init__.py files above it, so that the relative imports still resolve.
+    # Laid anew every time (links only), so a directory dropped from the target goes.
+    shutil.rmtree(work / "tests", ignore_errors=True)
     for test_path in target["tests"] + target["support"]:
         link(ROOT / test_path, work / test_path)
         for parent in Path(test_path).parents:
@@ -207,6 +210,8 @@ def main() -> int:
         command += names
     if command[1] == "run":
         command += ["--max-children", str(options.jobs)]
+        # mutmut copies the tests over its old copy: a deleted test file would stay.
+        shutil.rmtree(work / "mutants" / "tests", ignore_errors=True)
     command += options.args
     # Low priority: the machine is shared, and mutation testing can wait.
     return subprocess.run(["nice", "-n", "10", *command], cwd=work, check=False).returncode
