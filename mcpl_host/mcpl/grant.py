@@ -162,10 +162,9 @@ ReceiptOutcome = Applied | Refused | Stale
 
 
 class _Outstanding:
-    __slots__ = ("ceiling", "proposed")
+    __slots__ = ("ceiling",)
 
     def __init__(self, proposed: frozenset[str]) -> None:
-        self.proposed = proposed
         self.ceiling = proposed
 
 

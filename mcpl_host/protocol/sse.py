@@ -58,6 +58,8 @@ class SseDecoder:
         if not chunk:
             return []  # nothing read: a CR just before still waits for its LF
         events: list[SseEvent] = []
+        if not chunk:
+            return events  # a CR just seen still waits for the LF that may follow it
         if self._after_cr and chunk.startswith(b"\n"):
             chunk = chunk[1:]  # the LF of a CRLF cut between two chunks
         self._after_cr = False

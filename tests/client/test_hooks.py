@@ -18,43 +18,11 @@ from mcpl_host import (
     Root,
     TextContent,
 )
-from mcpl_host.protocol.capabilities import client_capabilities
-from mcpl_host.protocol.profiles import PROFILES
 
 from ..driver.conftest import connected
 from ..driver.peer import memory_connection
 
-R1, R2, R3, R4 = "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"
-ALL = {"roots": True, "sampling": True, "elicitation": True}
-
-
-@pytest.mark.parametrize(
-    ("offered", "url", "expected"),
-    [
-        (
-            R4,
-            True,
-            {
-                "roots": {"listChanged": True},
-                "sampling": {},
-                "elicitation": {"form": {}, "url": {}},
-            },
-        ),
-        (R4, False, {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {"form": {}}}),
-        (R3, True, {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}}),
-        (R2, True, {"roots": {"listChanged": True}, "sampling": {}}),
-        (R1, True, {"roots": {"listChanged": True}, "sampling": {}}),
-    ],
-)
-def test_capabilities_follow_the_offered_revision(
-    offered: str, url: bool, expected: dict[str, Any]
-) -> None:
-    assert client_capabilities(PROFILES[offered], url_elicitation=url, **ALL) == expected
-
-
-def test_no_hook_no_capability() -> None:
-    assert client_capabilities(PROFILES[R4]) == {}
-    assert client_capabilities(PROFILES[R4], sampling=True) == {"sampling": {}}
+R2, R3, R4 = "2025-03-26", "2025-06-18", "2025-11-25"
 
 
 async def test_initialize_advertises_only_the_hooks_given() -> None:

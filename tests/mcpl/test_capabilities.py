@@ -124,6 +124,10 @@ def test_members_naming_a_wildcard_are_ignored() -> None:
     assert expand({"*": True, "channels": {"*": True, "publish": True}}) == {"channels.publish"}
 
 
+def test_members_with_an_empty_name_are_ignored() -> None:
+    assert expand({"": True, "channels": {"": True, "publish": True}}) == {"channels.publish"}
+
+
 def test_a_deep_tree_is_cut_and_never_raises() -> None:
     tree: dict[str, Any] = {"leaf": True}
     for _ in range(5000):
@@ -133,6 +137,8 @@ def test_a_deep_tree_is_cut_and_never_raises() -> None:
     for _ in range(MAX_TREE_DEPTH - 1):
         shallow = {"n": shallow}
     assert expand(shallow) == {".".join(["n"] * (MAX_TREE_DEPTH - 1) + ["leaf"])}
+    # One level more than MAX_TREE_DEPTH is not read.
+    assert expand({"n": shallow}) == frozenset()
 
 
 def test_advertised_paths_reads_initialize_capabilities() -> None:
@@ -240,10 +246,18 @@ def test_host_command_is_granted_by_configuration_alone() -> None:
     assert effective(["*"], frozenset({"pushEvents"})) == {"pushEvents"}
 
 
-@pytest.mark.parametrize("grants", ["pushEvents", [1], [None]])
-def test_bad_grant_configuration_is_refused(grants: Any) -> None:
-    with pytest.raises(ConfigurationError):
+@pytest.mark.parametrize(
+    ("grants", "message"),
+    [
+        ("pushEvents", "capability grants must be a list of patterns, not a string"),
+        ([1], "a capability grant pattern must be a string, not int"),
+        ([None], "a capability grant pattern must be a string, not NoneType"),
+    ],
+)
+def test_bad_grant_configuration_is_refused(grants: Any, message: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
         effective(grants, frozenset({"pushEvents"}))
+    assert str(info.value) == message
 
 
 @given(
@@ -293,9 +307,19 @@ def test_host_advertisement_round_trips(paths: frozenset[str]) -> None:
 
 
 @pytest.mark.parametrize(
-    "supported",
-    [{"tools"}, {"hostCommand"}, {"nope"}, {"inferenceRequest.streaming"}, "pushEvents"],
+    ("supported", "message"),
+    [
+        ({"tools"}, "the host cannot advertise 'tools': not an MCPL path"),
+        ({"hostCommand"}, "the host cannot advertise 'hostCommand': not an MCPL path"),
+        ({"nope"}, "the host cannot advertise 'nope': not an MCPL path"),
+        (
+            {"inferenceRequest.streaming"},
+            "'inferenceRequest.streaming' is advertised without 'inferenceRequest'",
+        ),
+        ("pushEvents", "capability grants must be a list of patterns, not a string"),
+    ],
 )
-def test_host_advertisement_refuses_what_it_cannot_say(supported: Any) -> None:
-    with pytest.raises(ConfigurationError):
+def test_host_advertisement_refuses_what_it_cannot_say(supported: Any, message: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
         host_advertisement(supported)
+    assert str(info.value) == message

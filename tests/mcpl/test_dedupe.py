@@ -49,7 +49,7 @@ def test_discard_lets_a_retry_through() -> None:
 
 
 def test_a_capacity_below_one_is_refused() -> None:
-    with pytest.raises(ValueError, match="at least 1"):
+    with pytest.raises(ValueError, match=r"^capacity must be at least 1$"):
         EventIds(capacity=0)
 
 

@@ -39,7 +39,7 @@ def active(paths: set[str]) -> Grant:
 def test_nothing_is_granted_before_the_first_receipt() -> None:
     grant = Grant()
     assert grant.granted == frozenset()
-    assert not grant.released
+    assert grant.released is False
     assert grant.state is GrantState.AWAITING
     assert not grant.allows(A)
     grant.propose({A, B})
@@ -76,8 +76,8 @@ def test_update_params_are_sorted_and_carry_the_optional_members() -> None:
 
 
 def test_a_path_both_granted_and_denied_is_refused() -> None:
-    with pytest.raises(ValueError, match="both granted and denied"):
-        Grant().propose({A}, denied={A})
+    with pytest.raises(ValueError, match=f"^paths both granted and denied: {B}, {A}$"):
+        Grant().propose({A, B, C}, denied={A, B})
 
 
 def test_host_local_paths_are_granted_but_never_sent() -> None:
@@ -187,13 +187,29 @@ def test_a_degraded_receipt_removes_the_unavailable_paths() -> None:
             "notes": [],
         },
     )
-    assert isinstance(outcome, Applied)
-    assert outcome.degraded
-    assert outcome.granted == {A, B}
-    assert outcome.unavailable_features == (
-        UnavailableFeature("memory.extraction", "disabled", ("inferenceLifecycle",)),
+    assert outcome == Applied(
+        update_id=update.update_id,
+        granted=frozenset({A, B}),
+        added=frozenset({A, B}),
+        removed=frozenset(),
+        degraded=True,
+        unavailable_features=(
+            UnavailableFeature("memory.extraction", "disabled", ("inferenceLifecycle",)),
+        ),
+        released=True,
     )
     assert grant.granted == {A, B}
+
+
+def test_an_unavailable_feature_may_name_no_missing_capabilities() -> None:
+    grant = Grant()
+    update = grant.propose({A})
+    entry = {"featureSet": "memory.extraction", "effect": "degraded"}
+    outcome = grant.receipt(update.update_id, {"accepted": True, "unavailableFeatures": [entry]})
+    assert isinstance(outcome, Applied)
+    assert outcome.unavailable_features == (
+        UnavailableFeature("memory.extraction", "degraded", ()),
+    )
 
 
 def test_feature_testimony_takes_nothing_from_the_grant() -> None:
@@ -247,6 +263,7 @@ def test_a_refusal_turns_mcpl_off(fallback: str) -> None:
         },
     )
     assert isinstance(outcome, Refused)
+    assert outcome.update_id == update.update_id
     assert outcome.fallback == fallback
     assert outcome.error is None
     assert outcome.reason == "needs\\u000ainject"  # a peer's text is escaped for logs
@@ -268,43 +285,81 @@ def test_a_refusal_never_widens_either() -> None:
     assert outcome.reason is None
 
 
-MALFORMED: list[Any] = [
-    None,
-    [],
-    "accepted",
-    True,
-    {},
-    {"accepted": "true"},
-    {"accepted": 1},
-    {"accepted": None},
-    {"accepted": False},  # fallback is required on a refusal
-    {"accepted": False, "fallback": "degrade"},
-    {"accepted": False, "fallback": None},
-    {"accepted": True, "mode": "full"},
-    {"accepted": True, "mode": None},
-    {"accepted": True, "unavailableFeatures": "channels.publish"},
-    {"accepted": True, "unavailableFeatures": [1]},
-    {"accepted": True, "unavailableFeatures": [{"featureSet": "x"}]},  # effect is required
-    {"accepted": True, "unavailableFeatures": [{"featureSet": 1, "effect": "disabled"}]},
-    {
-        "accepted": True,
-        "unavailableFeatures": [{"featureSet": "x", "effect": "d", "missingCapabilities": [1]}],
-    },
-    b"not json",
-    b"[1]",
-    msgspec.Raw(b'"x"'),
+NOT_AN_OBJECT = "the result must be an object, not "
+NOT_BOOLEAN = "accepted must be a boolean, not "
+NO_FALLBACK = 'a refusal must name fallback "mcp-only" or "close", not '
+BAD_MODE = 'mode must be "degraded" or absent, not '
+BAD_ENTRY = "] must be a capability path or an object with string featureSet and effect members"
+
+MALFORMED: list[tuple[Any, str]] = [
+    (None, NOT_AN_OBJECT + "null"),
+    ([], NOT_AN_OBJECT + "an array"),
+    ("accepted", NOT_AN_OBJECT + "a string"),
+    (True, NOT_AN_OBJECT + "a boolean"),
+    (2.5, NOT_AN_OBJECT + "a number"),
+    (object(), NOT_AN_OBJECT + "object"),  # not JSON at all: named by its type
+    ({}, NOT_BOOLEAN + "null"),
+    ({"accepted": "true"}, NOT_BOOLEAN + "a string"),
+    ({"accepted": 1}, NOT_BOOLEAN + "a number"),
+    ({"accepted": None}, NOT_BOOLEAN + "null"),
+    ({"accepted": {}}, NOT_BOOLEAN + "an object"),
+    ({"accepted": False}, NO_FALLBACK + "null"),  # fallback is required on a refusal
+    ({"accepted": False, "fallback": "degrade"}, NO_FALLBACK + "degrade"),
+    ({"accepted": False, "fallback": None}, NO_FALLBACK + "null"),
+    ({"accepted": False, "fallback": []}, NO_FALLBACK + "an array"),
+    # The server's text is escaped and cut at 64 UTF-16 units.
+    ({"accepted": False, "fallback": "y\n" * 40}, NO_FALLBACK + "y\\u000a" * 8 + "y…[cut]"),
+    ({"accepted": False, "fallback": "y" * 100}, NO_FALLBACK + "y" * 58 + "…[cut]"),
+    ({"accepted": True, "mode": "full"}, BAD_MODE + "full"),
+    ({"accepted": True, "mode": None}, BAD_MODE + "null"),
+    ({"accepted": True, "mode": 3}, BAD_MODE + "a number"),
+    ({"accepted": True, "mode": "x" * 100}, BAD_MODE + "x" * 58 + "…[cut]"),
+    (
+        {"accepted": True, "unavailableFeatures": "channels.publish"},
+        "unavailableFeatures must be an array, not a string",
+    ),
+    (
+        {"accepted": True, "unavailableFeatures": {}},
+        "unavailableFeatures must be an array, not an object",
+    ),
+    ({"accepted": True, "unavailableFeatures": [1]}, "unavailableFeatures[0" + BAD_ENTRY),
+    ({"accepted": True, "unavailableFeatures": [C, 2]}, "unavailableFeatures[1" + BAD_ENTRY),
+    (
+        {"accepted": True, "unavailableFeatures": [{"featureSet": "x"}]},  # effect is required
+        "unavailableFeatures[0" + BAD_ENTRY,
+    ),
+    (
+        {"accepted": True, "unavailableFeatures": [{"featureSet": 1, "effect": "disabled"}]},
+        "unavailableFeatures[0" + BAD_ENTRY,
+    ),
+    (
+        {
+            "accepted": True,
+            "unavailableFeatures": [{"featureSet": "x", "effect": "d", "missingCapabilities": [1]}],
+        },
+        "unavailableFeatures[0" + BAD_ENTRY,
+    ),
+    (b"not json", "not JSON"),
+    (b"[1]", NOT_AN_OBJECT + "an array"),
+    (msgspec.Raw(b'"x"'), NOT_AN_OBJECT + "a string"),
 ]
 
 
-@pytest.mark.parametrize("result", MALFORMED)
-def test_a_malformed_receipt_is_a_refusal_with_a_protocol_error(result: Any) -> None:
+@pytest.mark.parametrize(("result", "what"), MALFORMED)
+def test_a_malformed_receipt_is_a_refusal_with_a_protocol_error(result: Any, what: str) -> None:
     grant = active({A})
     update = grant.propose({A, B})
     outcome = grant.receipt(update.update_id, result)
     assert isinstance(outcome, Refused)
-    assert outcome.fallback == "mcp-only"
-    assert isinstance(outcome.error, ProtocolError)
-    assert "malformed featureSets/update receipt" in str(outcome.error)
+    assert (outcome.update_id, outcome.fallback, outcome.reason) == (
+        update.update_id,
+        "mcp-only",
+        None,
+    )
+    assert outcome.missing_capabilities == ()
+    assert outcome.released is False  # the first receipt of the epoch released the hold
+    assert type(outcome.error) is ProtocolError
+    assert str(outcome.error) == f"malformed featureSets/update receipt: {what}"
     assert grant.granted == frozenset()
     assert grant.state is GrantState.MCP_ONLY
 
@@ -312,8 +367,12 @@ def test_a_malformed_receipt_is_a_refusal_with_a_protocol_error(result: Any) -> 
 def test_a_receipt_for_no_outstanding_update_is_stale() -> None:
     grant = Grant()
     outcome = grant.receipt(99, OK)
-    assert isinstance(outcome, Stale)
-    assert "no outstanding" in outcome.reason
+    assert outcome == Stale(
+        99,
+        "no outstanding featureSets/update with this id "
+        "(already settled, superseded, failed, or sent on an earlier epoch)",
+    )
+    assert grant.failed(99) == outcome
     assert not grant.released
     update = grant.propose({A})
     grant.receipt(update.update_id, OK)
@@ -385,7 +444,7 @@ def test_reset_starts_a_new_epoch_with_nothing_granted() -> None:
     grant.reset()
     assert grant.epoch == 1
     assert grant.granted == frozenset()
-    assert not grant.released
+    assert grant.released is False
     assert grant.state is GrantState.AWAITING
     assert grant.latest is None
     # The old epoch's answer can never apply to the new one.
@@ -403,9 +462,12 @@ def test_reset_turns_mcpl_back_on_after_a_refusal() -> None:
     update = grant.propose({A})
     grant.receipt(update.update_id, {"accepted": False, "fallback": "mcp-only"})
     grant.reset()
+    assert grant.epoch == 1
     update = grant.propose({A})
     grant.receipt(update.update_id, OK)
     assert grant.allows(A)
+    grant.reset()
+    assert grant.epoch == 2
 
 
 # ---- properties ----------------------------------------------------------------------

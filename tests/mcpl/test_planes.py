@@ -18,7 +18,8 @@ def test_it_holds_from_the_start() -> None:
     assert buffer.holding
     assert buffer.max_notifications == DEFAULT_MAX_NOTIFICATIONS == 1000
     assert buffer.offer("a", plane=C, epoch=0, is_request=True) == Offer(held=True)
-    assert len(buffer) == 1
+    assert buffer.offer("b", plane=C, epoch=0, is_request=False) == Offer(held=True, dropped=None)
+    assert len(buffer) == 2
 
 
 def test_release_returns_everything_in_arrival_order() -> None:
@@ -37,7 +38,7 @@ def test_release_returns_everything_in_arrival_order() -> None:
     ]
     assert [h.seq for h in released] == sorted(h.seq for h in released)
     assert len(buffer) == 0
-    assert not buffer.holding
+    assert buffer.holding is False
 
 
 def test_after_release_items_pass_through_until_held_again() -> None:
@@ -100,7 +101,7 @@ def test_a_zero_cap_drops_every_notification() -> None:
 
 
 def test_a_negative_cap_is_refused() -> None:
-    with pytest.raises(ValueError, match="negative"):
+    with pytest.raises(ValueError, match=r"^max_notifications must not be negative$"):
         HoldBuffer(max_notifications=-1)
 
 
@@ -109,12 +110,13 @@ def test_each_item_remembers_its_epoch() -> None:
     buffer.offer("old-request", plane=D, epoch=3, is_request=True)
     buffer.offer("old-note", plane=C, epoch=3, is_request=False)
     buffer.offer("new-request", plane=C, epoch=4, is_request=True)
+    buffer.offer("new-note", plane=C, epoch=4, is_request=False)
     gone = buffer.discard_epochs_before(4)
     assert [(h.item, h.epoch) for h in gone] == [("old-request", 3), ("old-note", 3)]
-    assert buffer.notifications == 0
+    assert buffer.notifications == 1
     assert buffer.discard_epochs_before(4) == []
     released = buffer.release()
-    assert [(h.item, h.epoch) for h in released] == [("new-request", 4)]
+    assert [(h.item, h.epoch) for h in released] == [("new-request", 4), ("new-note", 4)]
 
 
 def test_release_keeps_the_epoch_of_items_from_a_dead_transport() -> None:

@@ -69,18 +69,31 @@ def test_push_event_keeps_what_the_spec_leaves_open() -> None:
     assert event.coalesce == {"key": "doc:1"}
 
 
+NO_CONTENT = "payload.content must be an array of content blocks"
+
+
 @pytest.mark.parametrize(
-    "params",
+    ("params", "message"),
     [
-        {"featureSet": "f", "eventId": "e", "timestamp": "t", "payload": {}},
-        {"featureSet": "f", "eventId": "e", "timestamp": "t", "payload": {"content": "x"}},
-        {"featureSet": "f", "timestamp": "t", "payload": {"content": []}},
-        {"featureSet": "f", "eventId": 1, "timestamp": "t", "payload": {"content": []}},
+        ({"featureSet": "f", "eventId": "e", "timestamp": "t", "payload": {}}, NO_CONTENT),
+        (
+            {"featureSet": "f", "eventId": "e", "timestamp": "t", "payload": {"content": "x"}},
+            NO_CONTENT,
+        ),
+        (
+            {"featureSet": "f", "timestamp": "t", "payload": {"content": []}},
+            "Object missing required field `eventId`",
+        ),
+        (
+            {"featureSet": "f", "eventId": 1, "timestamp": "t", "payload": {"content": []}},
+            "Expected `str`, got `int` - at `$.eventId`",
+        ),
     ],
 )
-def test_a_bad_push_event_fails_validation(params: Any) -> None:
-    with pytest.raises(msgspec.ValidationError):
+def test_a_bad_push_event_fails_validation(params: Any, message: str) -> None:
+    with pytest.raises(msgspec.ValidationError) as info:
         decode_params("push/event", wire(params))
+    assert str(info.value) == message
 
 
 def test_results_leave_unset_members_out() -> None:
@@ -228,19 +241,36 @@ def test_tools_observe_rules() -> None:
 
 
 @pytest.mark.parametrize(
-    "params",
+    ("params", "message"),
     [
-        {"ruless": []},  # a misspelled member must never read as "clear the filter"
-        {"rules": [{"match": {"tools": "x"}}]},
-        {"rules": [{"match": {}, "report": "no"}]},
-        {"rules": [{"match": {}, "input": [""]}]},
-        {"rules": [{"match": {}, "input": "x"}]},
-        {"rules": [{"match": {}, "extra": 1}]},
+        # a misspelled member must never read as "clear the filter"
+        ({"ruless": []}, "Object contains unknown field `ruless`"),
+        (
+            {"rules": [{"match": {"tools": "x"}}]},
+            "Object contains unknown field `tools` - at `$.rules[0].match`",
+        ),
+        (
+            {"rules": [{"match": {}, "report": "no"}]},
+            "Expected `bool`, got `str` - at `$.rules[0].report`",
+        ),
+        (
+            {"rules": [{"match": {}, "input": [""]}]},
+            "input field paths must be non-empty strings - at `$.rules[0]`",
+        ),
+        (
+            {"rules": [{"match": {}, "input": "x"}]},
+            "Expected `bool | array`, got `str` - at `$.rules[0].input`",
+        ),
+        (
+            {"rules": [{"match": {}, "extra": 1}]},
+            "Object contains unknown field `extra` - at `$.rules[0]`",
+        ),
     ],
 )
-def test_tools_observe_rejects_unknown_and_bad_members(params: Any) -> None:
-    with pytest.raises(msgspec.ValidationError):
+def test_tools_observe_rejects_unknown_and_bad_members(params: Any, message: str) -> None:
+    with pytest.raises(msgspec.ValidationError) as info:
         decode_params("tools/observe", wire(params))
+    assert str(info.value) == message
 
 
 def test_host_command_and_manifest_changed() -> None:

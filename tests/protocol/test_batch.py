@@ -150,10 +150,11 @@ def test_later_revisions_refuse_every_array_with_one_answer(revision: str, line:
     refused = plan_batch(_batch(line), PROFILES[revision])
     assert isinstance(refused, BatchRefused)
     assert refused.outcome is Outcome.REFUSED_BY_PROFILE
-    wire = msgspec.json.decode(encode(refused.answer))
-    assert wire["id"] is None
-    assert wire["error"]["code"] == -32600
-    assert revision in wire["error"]["message"]
+    assert encode(refused.answer) == (
+        b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: '
+        b"protocol revision " + revision.encode() + b" does not allow JSON-RPC batches; "
+        b'send one message per line"}}\n'
+    )
 
 
 def test_a_batch_before_negotiation_is_ignored() -> None:
@@ -173,3 +174,36 @@ def test_encoding_before_every_answer_is_in_is_a_bug() -> None:
     answers = BatchAnswers(_plan(b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', "2024-11-05"))
     with pytest.raises(RuntimeError, match="missing"):
         answers.encode()
+
+
+def test_a_dropped_entry_is_left_out_of_the_answer() -> None:
+    # The peer cancelled entry 1: the others are still answered, in request order.
+    plan = _plan(
+        b'[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"b"},'
+        b'{"jsonrpc":"2.0","id":3,"method":"c"}]',
+        "2025-03-26",
+    )
+    answers = BatchAnswers(plan)
+    answers.fill(2, ResultAnswer(id=3, result={}))
+    answers.drop(1)
+    assert not answers.complete
+    assert 1 not in answers.slot_of
+    answers.fill(0, ResultAnswer(id=1, result={}))
+    assert answers.complete
+    assert answers.encode() == (
+        b'[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":3,"result":{}}]\n'
+    )
+
+
+def test_dropping_every_request_writes_nothing() -> None:
+    answers = BatchAnswers(_plan(b'[{"jsonrpc":"2.0","id":1,"method":"a"}]', "2024-11-05"))
+    answers.drop(0)
+    assert answers.complete
+    assert answers.encode() is None
+
+
+def test_an_answered_entry_cannot_be_dropped() -> None:
+    answers = BatchAnswers(_plan(b'[{"jsonrpc":"2.0","id":1,"method":"a"}]', "2024-11-05"))
+    answers.fill(0, ResultAnswer(id=1, result={}))
+    with pytest.raises(RuntimeError, match=r"^batch entry 0 already answered$"):
+        answers.drop(0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+from msgspec import Raw
 
 from mcpl_host.protocol.envelope import (
     Batch,
@@ -48,9 +49,20 @@ def test_any_id_without_method_is_a_response_that_matches_nothing(line: bytes, k
 
 def test_string_id_response() -> None:
     item = decode_line(b'{"jsonrpc":"2.0","id":"a-1","error":{"code":1,"message":"m"}}')
-    assert isinstance(item, Response)
-    assert item.id == "a-1"
-    assert item.error is not None
+    assert item == Response("a-1", "string", None, Raw(b'{"code":1,"message":"m"}'), True)
+
+
+def test_a_response_with_an_unusable_id_keeps_its_members() -> None:
+    # It matches no request, but what it said is still there to be logged.
+    item = decode_line(b'{"jsonrpc":"2.0","id":{"a":1},"result":5,"error":{"code":1}}')
+    assert item == Response(None, "an object", Raw(b"5"), Raw(b'{"code":1}'), True)
+    bare = decode_line(b'{"id":[1]}')
+    assert bare == Response(None, "an array", None, None, False)
+
+
+def test_an_id_less_error_keeps_a_result_member_too() -> None:
+    item = decode_line(b'{"jsonrpc":"2.0","error":{"code":1,"message":"m"},"result":7}')
+    assert item == Response(None, "absent", Raw(b"7"), Raw(b'{"code":1,"message":"m"}'), True)
 
 
 @pytest.mark.parametrize(
@@ -110,9 +122,7 @@ def test_null_id_error_names_no_request_only_with_jsonrpc_2() -> None:
     ],
 )
 def test_objects_that_are_not_json_rpc_are_ignored(line: bytes) -> None:
-    item = decode_line(line)
-    assert isinstance(item, Ignored)
-    assert "not a JSON-RPC message" in item.reason
+    assert decode_line(line) == Ignored("no method and no id: not a JSON-RPC message")
 
 
 @pytest.mark.parametrize(
@@ -127,6 +137,9 @@ def test_objects_that_are_not_json_rpc_are_ignored(line: bytes) -> None:
         (b'"hello"', "JSON that is not an object or an array: a string"),
         (b"null", "JSON that is not an object or an array: null"),
         (b"true", "JSON that is not an object or an array: a boolean"),
+        (b"false", "JSON that is not an object or an array: a boolean"),
+        # The kind is read from the first token, after JSON's own whitespace.
+        (b' \t\r\n "x"', "JSON that is not an object or an array: a string"),
     ],
 )
 def test_lines_that_are_not_objects_are_ignored_with_a_reason(line: bytes, reason: str) -> None:

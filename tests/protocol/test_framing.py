@@ -74,8 +74,19 @@ def test_oversized_at_eof_is_reported() -> None:
 
 
 def test_rejects_nonpositive_bound() -> None:
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(ValueError, match=r"^max_message_bytes must be positive$"):
         LineDecoder(0)
+
+
+def test_close_leaves_the_decoder_ready_for_a_new_stream() -> None:
+    d = LineDecoder(max_message_bytes=4)
+    assert d.feed(b"ab") == []
+    assert d.close() == [b"ab"]
+    assert d.feed(b"\ncd\n") == [b"cd"]  # the newline at 0 is not skipped
+    assert d.feed(b"toolong") == []
+    assert d.close() == [OversizedLine(7)]
+    assert d.feed(b"\nef\n") == [b"ef"]  # no longer dropping
+    assert d.close() == []
 
 
 def test_encoder_writes_one_message_per_line() -> None:

@@ -14,6 +14,7 @@ from mcpl_host.protocol.handshake import (
     HandshakeState,
     Send,
     Skip,
+    describe_error_member,
 )
 from mcpl_host.protocol.profiles import PROFILES, validate_allowlist
 from mcpl_host.protocol.redact import Redactor
@@ -62,7 +63,7 @@ def test_success_gives_profile_result_and_initialized() -> None:
     assert hs.state is HandshakeState.ESTABLISHED
     # once established, the machine takes nothing more
     again = _feed(hs, b'{"jsonrpc":"2.0","id":1,"result":{}}')
-    assert isinstance(again, Skip)
+    assert again == Skip("the handshake is already established", Outcome.IGNORED)
 
 
 def test_an_answer_with_error_null_beside_its_result_establishes() -> None:
@@ -84,43 +85,71 @@ def test_ping_is_answered_with_its_own_id(id_token: bytes, answer: bytes) -> Non
     assert step == Send(b'{"jsonrpc":"2.0","id":' + answer + b',"result":{}}\n')
 
 
+INVALID = "invalid request before initialize completed: Invalid Request: "
+
+
 @pytest.mark.parametrize(
-    "line",
+    ("line", "reason"),
     [
-        b'{"jsonrpc":"2.0","method":"ping"}',  # a ping notification wants no answer
-        b'{"jsonrpc":"2.0","method":"ping","id":{"a":1}}',  # invalid: not echoed
-        b'{"jsonrpc":"2.0","method":7,"id":3}',
-        b'{"jsonrpc":"2.0","method":"roots/list","id":4}',
-        b'{"jsonrpc":"2.0","method":"notifications/message","params":{}}',
-        b'[{"jsonrpc":"2.0","method":"ping","id":1}]',
-        b"starting server...",
-        b'{"error":{"code":-1,"message":"log line"}}',
+        # a ping notification wants no answer
+        (b'{"jsonrpc":"2.0","method":"ping"}', "notification 'ping' before initialize completed"),
+        # invalid: not echoed
+        (
+            b'{"jsonrpc":"2.0","method":"ping","id":{"a":1}}',
+            INVALID + "the id must be a string, a number or null, not an object",
+        ),
+        (
+            b'{"jsonrpc":"2.0","method":7,"id":3}',
+            INVALID + "the method must be a string, not a number",
+        ),
+        (
+            b'{"jsonrpc":"2.0","method":"roots/list","id":4}',
+            "request 'roots/list' before initialize completed (only ping is answered)",
+        ),
+        (
+            b'{"jsonrpc":"2.0","method":"notifications/message","params":{}}',
+            "notification 'notifications/message' before initialize completed",
+        ),
+        (
+            b'[{"jsonrpc":"2.0","method":"ping","id":1}]',
+            "a batch before a protocol revision was negotiated",
+        ),
+        (b"starting server...", "not JSON"),
+        (
+            b'{"error":{"code":-1,"message":"log line"}}',
+            "no method and no id: not a JSON-RPC message",
+        ),
     ],
 )
-def test_everything_else_is_ignored_while_waiting(line: bytes) -> None:
+def test_everything_else_is_ignored_while_waiting(line: bytes, reason: str) -> None:
     hs = _handshake()
-    step = _feed(hs, line)
-    assert isinstance(step, Skip)
-    assert step.outcome is Outcome.IGNORED
+    assert _feed(hs, line) == Skip(reason, Outcome.IGNORED)
     assert hs.state is HandshakeState.WAITING
 
 
 @pytest.mark.parametrize(
-    "line",
+    ("line", "shown"),
     [
-        b'{"jsonrpc":"2.0","id":2,"result":{}}',  # another numbered response
-        b'{"jsonrpc":"2.0","id":"1","result":{}}',  # "1" is not 1
-        b'{"jsonrpc":"2.0","id":null,"result":{}}',  # a null-id result answers nothing
-        b'{"id":null,"error":{"code":-1,"message":"log"}}',  # no jsonrpc: a log line
-        b'{"jsonrpc":"2.0","id":{"x":1},"error":"bare"}',
+        (b'{"jsonrpc":"2.0","id":2,"result":{}}', "2"),  # another numbered response
+        (b'{"jsonrpc":"2.0","id":"1","result":{}}', "1"),  # "1" is not 1
+        (b'{"jsonrpc":"2.0","id":null,"result":{}}', "null"),  # a null-id result answers nothing
+        (b'{"id":null,"error":{"code":-1,"message":"log"}}', "null"),  # no jsonrpc: a log line
+        (b'{"jsonrpc":"2.0","id":{"x":1},"error":"bare"}', "an object"),
     ],
 )
-def test_responses_that_are_not_the_answer_are_unmatched(line: bytes) -> None:
+def test_responses_that_are_not_the_answer_are_unmatched(line: bytes, shown: str) -> None:
     hs = _handshake()
-    step = _feed(hs, line)
-    assert isinstance(step, Skip)
-    assert step.outcome is Outcome.RESPONSE_UNMATCHED
+    assert _feed(hs, line) == Skip(
+        f"a response to no request of the host (id: {shown})", Outcome.RESPONSE_UNMATCHED
+    )
     assert hs.state is HandshakeState.WAITING
+
+
+def test_an_unmatched_id_is_escaped_and_redacted() -> None:
+    step = _feed(_handshake(), b'{"jsonrpc":"2.0","id":"a\\n' + CANARY.encode() + b'","result":{}}')
+    assert step == Skip(
+        "a response to no request of the host (id: a\\u000a***)", Outcome.RESPONSE_UNMATCHED
+    )
 
 
 @pytest.mark.parametrize(
@@ -137,7 +166,7 @@ def test_id_less_error_is_initializes_answer_and_fails_at_once(line: bytes) -> N
     assert isinstance(step.error, InitializeError)
     assert step.error.code == -32700
     assert step.error.server_message == "Parse error"
-    assert not step.error.request_id_present
+    assert step.error.request_id_present is False
     assert not step.error.permanent
     assert hs.state is HandshakeState.FAILED
 
@@ -182,18 +211,44 @@ def test_version_outside_the_allowlist_fails_permanently(result: bytes) -> None:
     assert step.error.offered == "2025-06-18"
 
 
-@pytest.mark.parametrize("result", [b"[1]", b'"x"', b'{"capabilities":[]}', b"null"])
-def test_malformed_result_is_a_protocol_error(result: bytes) -> None:
+@pytest.mark.parametrize(
+    ("result", "why"),
+    [
+        (b"[1]", "Expected `object`, got `array`"),
+        (b'"x"', "Expected `object`, got `str`"),
+        (b'{"capabilities":[]}', "Expected `object`, got `array` - at `$.capabilities`"),
+        (b"null", "Expected `object`, got `null`"),
+    ],
+)
+def test_malformed_result_is_a_protocol_error(result: bytes, why: str) -> None:
     step = _feed(_handshake(), b'{"jsonrpc":"2.0","id":1,"result":' + result + b"}")
     assert isinstance(step, Failed)
-    assert isinstance(step.error, ProtocolError)
-    assert not isinstance(step.error, VersionError)
+    assert type(step.error) is ProtocolError
+    assert str(step.error) == f"the initialize result is malformed: {why}"
 
 
 def test_missing_result_and_error_is_a_protocol_error() -> None:
     step = _feed(_handshake(), b'{"jsonrpc":"2.0","id":1}')
     assert isinstance(step, Failed)
-    assert isinstance(step.error, ProtocolError)
+    assert type(step.error) is ProtocolError
+    assert str(step.error) == "the initialize result is malformed: Expected `object`, got `null`"
+
+
+@pytest.mark.parametrize(
+    ("error", "described"),
+    [
+        (None, (None, "null", None)),
+        (b'{"code":-1,"message":"m","data":[1]}', (-1, "m", [1])),
+        # A code that is not an integer is no code; a message that is not a string is
+        # shown with the whole member, as JSON text.
+        (b'{"code":"x","message":"m"}', (None, "m", None)),
+        (b'{"code":3,"message":5,"data":2}', (3, '{"code":3,"message":5,"data":2}', 2)),
+        (b"[1,2]", (None, "[1,2]", None)),
+    ],
+)
+def test_describe_error_member(error: bytes | None, described: tuple[object, ...]) -> None:
+    raw = None if error is None else msgspec.Raw(error)
+    assert describe_error_member(raw, Redactor()) == described
 
 
 def test_the_answer_after_ignored_lines_is_taken() -> None:

@@ -43,18 +43,29 @@ def test_allowlist_is_deduplicated_and_sorted() -> None:
     )
 
 
+KNOWN = "known: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25"
+
+
 @pytest.mark.parametrize(
     ("versions", "text"),
     [
-        ([], "empty"),
-        (["2025-03-26", "2099-01-01"], "'2099-01-01'"),
-        (["2026-07-28"], "stateless revision"),
-        ("2025-03-26", "not a string"),
+        ([], "the version allowlist is empty: allow at least one revision"),
+        (
+            ["2025-03-26", "2099-01-01"],
+            f"unknown protocol revision in the allowlist: '2099-01-01'; {KNOWN}",
+        ),
+        (
+            ["2099-01-01", "2026-07-28"],
+            "unknown protocol revision in the allowlist: '2099-01-01', '2026-07-28' (the "
+            f"stateless revision has no initialize; not implemented yet); {KNOWN}",
+        ),
+        ("2025-03-26", "the version allowlist must be a list of revisions, not a string"),
     ],
 )
 def test_bad_allowlist_is_a_permanent_configuration_error(versions: object, text: str) -> None:
-    with pytest.raises(ConfigurationError, match=text) as info:
+    with pytest.raises(ConfigurationError) as info:
         validate_allowlist(versions)  # type: ignore[arg-type]
+    assert str(info.value) == text
     assert info.value.permanent
     assert isinstance(info.value, McplHostError)
 
@@ -81,3 +92,18 @@ def test_version_error_escapes_the_servers_text() -> None:
     assert isinstance(error, VersionError)
     assert "\n" not in str(error)
     assert "2025\\u000alevel=critical" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("answered", "what"),
+    [
+        ("2025-99-99", "protocol revision 2025-99-99, which is not allowed"),
+        # The server's text is cut at 64 UTF-16 units, mark included.
+        ("9" * 100, "protocol revision " + "9" * 58 + "…[cut], which is not allowed"),
+        (None, "no protocol revision (protocolVersion must be a string)"),
+    ],
+)
+def test_version_error_says_what_the_server_chose(answered: object, what: str) -> None:
+    error = negotiate(("2025-06-18", "2025-03-26"), answered)
+    assert isinstance(error, VersionError)
+    assert str(error) == f"the server chose {what} (allowed: 2025-06-18, 2025-03-26)"

@@ -105,6 +105,11 @@ def test_overlapping_secrets_leave_no_part_visible() -> None:
     assert redactor.redact("xxabcdefghiyy") == "xx***yy"
 
 
+def test_a_secret_overlapping_itself_leaves_no_part_visible() -> None:
+    # Occurrences one character apart: each is found, not only every other one.
+    assert Redactor(["aaaa"]).redact("xaaaaay") == "x***y"
+
+
 def test_escape_that_would_spell_a_secret_is_masked_too() -> None:
     redactor = Redactor(["u000aBC"])
     assert "u000aBC" not in redactor.log_value("\nBC")
@@ -151,3 +156,79 @@ def test_fields_make_each_peer_value_safe_and_keep_numbers() -> None:
         "error": '{"message":"***"}',
     }
     assert redactor.fields(id="5") == {"id": "5"}  # a string id stays a string
+
+
+@pytest.mark.parametrize(
+    ("text", "units"),
+    [("a", 1), ("\uffff", 1), ("\U00010000", 2), ("a😀", 3), ("", 0)],
+)
+def test_utf16_len_counts_astral_characters_twice(text: str, units: int) -> None:
+    assert utf16_len(text) == units
+
+
+def test_the_last_bmp_noncharacter_is_escaped_as_one_unit() -> None:
+    assert log_value("\uffff") == "\\uffff"
+
+
+def test_the_first_astral_character_counts_two_units_at_the_cut() -> None:
+    out = log_value("\U00010000" * 200)
+    assert out == "\U00010000" * ((256 - len(CUT_MARK)) // 2) + CUT_MARK
+
+
+@pytest.mark.parametrize(
+    ("config", "secret"),
+    [
+        ({"args": ["--token=abcd=efgh"]}, "abcd=efgh"),  # the value runs to the end
+        ({"args": ["--sig=" + CANARY]}, CANARY),  # "sig" once the dashes are gone
+        ({"args": ["--sig", CANARY]}, CANARY),
+        ({"args": ["--token=https://t.example/abcdef"]}, "https://t.example/abcdef"),
+        ({"args": ["https://example.test/?q=1", "--token=" + CANARY]}, CANARY),
+        ({"args": ["--verbose", "--token", CANARY]}, CANARY),
+        ({"args": ["--token=" + CANARY, "https://example.test/"]}, CANARY),
+        ({"env": {"API_KEY": CANARY}, "urls": ["https://example.test/"]}, CANARY),
+        ({"env": {"HOME_DIR": "abcdefgh"}}, "abcdefgh"),  # 8 characters: masked
+        ({"headers": {"proxy-authorization": "Basic " + CANARY}}, CANARY),
+    ],
+)
+def test_from_config_finds_credentials_among_other_arguments(
+    config: dict[str, object], secret: str
+) -> None:
+    redactor = Redactor.from_config(**config)  # type: ignore[arg-type]
+    assert redactor.redact(f"<{secret}>") == f"<{REDACTION_MARK}>"
+
+
+@pytest.mark.parametrize(
+    ("config", "text"),
+    [
+        # A bare URL's query is not NAME=VALUE: "q" is no secret name, though the host is
+        # called auth.
+        ({"args": ["https://auth.example.test/x?q=hello"]}, "hello"),
+        ({"args": ["--port", "8080"]}, "8080"),  # a value after a flag that names no secret
+        ({"args": ["--token", "--verbose"]}, "--verbose"),  # the flag had no value
+        ({"args": ["--verbose", "--token"]}, "--verbose"),  # nor here: the last argument
+        # Only dashes are stripped before the name is judged: "Xsig" is not "sig".
+        ({"args": ["-Xsig=abcdefgh"]}, "abcdefgh"),
+        ({"args": ["-Xsig", "abcdefgh"]}, "abcdefgh"),
+        ({"headers": {"Accept": "application/json"}}, "application/json"),
+        ({"env": {"HOME_DIR": "abcdefg"}}, "abcdefg"),  # 7 characters: a setting
+    ],
+)
+def test_from_config_leaves_what_is_not_a_credential(config: dict[str, object], text: str) -> None:
+    redactor = Redactor.from_config(**config)  # type: ignore[arg-type]
+    assert redactor.redact(f"<{text}>") == f"<{text}>"
+
+
+def test_a_secret_that_json_escapes_is_masked_in_both_forms() -> None:
+    redactor = Redactor(['ab"cd'])
+    assert redactor.redact('ab"cd') == REDACTION_MARK
+    assert redactor.redact('ab\\"cd') == REDACTION_MARK
+
+
+def test_log_value_and_log_json_take_a_limit() -> None:
+    redactor = Redactor()
+    assert redactor.log_value("x" * 100, 20) == "x" * (20 - len(CUT_MARK)) + CUT_MARK
+    assert redactor.log_json(["x" * 100], 20) == '["' + "x" * (18 - len(CUT_MARK)) + CUT_MARK
+
+
+def test_log_json_shows_a_value_json_cannot_carry_by_its_repr() -> None:
+    assert Redactor().log_json(complex(1, 2)) == "(1+2j)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -148,3 +149,56 @@ def test_an_oversized_event_is_dropped_and_counted_and_the_next_one_kept() -> No
 def test_invalid_utf8_is_replaced_not_raised() -> None:
     events, _ = decode([b"data: \xff\xfe\n\n"])
     assert events == [SseEvent(data="\ufffd\ufffd")]
+
+
+CRLF_EVENT = b"data: a\r\ndata: b\r\n\r\n"
+
+
+def test_a_crlf_cut_between_two_chunks_ends_one_line() -> None:
+    for cut in range(len(CRLF_EVENT) + 1):
+        events, _ = decode([CRLF_EVENT[:cut], CRLF_EVENT[cut:]])
+        assert events == [SseEvent(data="a\nb")], cut
+
+
+def test_an_empty_chunk_changes_nothing() -> None:
+    # Between the CR and the LF of one line ending, too.
+    for cut in range(len(CRLF_EVENT) + 1):
+        events, _ = decode([CRLF_EVENT[:cut], b"", CRLF_EVENT[cut:]])
+        assert events == [SseEvent(data="a\nb")], cut
+
+
+def test_a_cr_inside_a_chunk_does_not_swallow_the_next_chunks_lf() -> None:
+    events, _ = decode([b"data: a\rx", b"\n\n"])  # "x" is a line of its own
+    assert events == [SseEvent(data="a")]
+
+
+def test_nothing_said_yet() -> None:
+    decoder = SseDecoder()
+    assert (decoder.last_event_id, decoder.retry_ms, decoder.dropped) == (None, None, 0)
+
+
+def test_the_bound_is_inclusive_for_lines_and_events() -> None:
+    # Each line is exactly 8 bytes; the data counts 4 per line ("abc" and its LF).
+    two = b"data:abc\ndata:abc\n\n"
+    events, decoder = decode([two, two], max_event_bytes=8)
+    assert events == [SseEvent(data="abc\nabc"), SseEvent(data="abc\nabc")]
+    assert decoder.dropped == 0
+    three = b"data:abc\ndata:abc\ndata:abc\n\n"  # 12 > 8
+    events, decoder = decode([three, three, two], max_event_bytes=8)
+    assert events == [SseEvent(data="abc\nabc")]
+    assert decoder.dropped == 2
+
+
+def test_an_oversized_line_of_any_field_drops_its_event() -> None:
+    events, decoder = decode([b"id: 0123456789\ndata:ok\n\n", b"data:ok\n\n"], max_event_bytes=8)
+    assert events == [SseEvent(data="ok")]
+    assert decoder.last_event_id is None  # the oversized id was never read
+    assert decoder.dropped == 1
+
+
+def test_the_smallest_bound_is_one_byte() -> None:
+    events, decoder = decode([b"data:\n\n"], max_event_bytes=1)  # a 5-byte line
+    assert events == []
+    assert decoder.dropped == 1
+    with pytest.raises(ValueError, match=r"^max_event_bytes must be positive$"):
+        SseDecoder(0)
