@@ -92,7 +92,7 @@ INVALID = "invalid request before initialize completed: Invalid Request: "
     ("line", "reason"),
     [
         # a ping notification wants no answer
-        (b'{"jsonrpc":"2.0","method":"ping"}', "notification 'ping' before initialize completed"),
+        (b'{"jsonrpc":"2.0","method":"ping"}', 'notification "ping" before initialize completed'),
         # invalid: not echoed
         (
             b'{"jsonrpc":"2.0","method":"ping","id":{"a":1}}',
@@ -104,11 +104,11 @@ INVALID = "invalid request before initialize completed: Invalid Request: "
         ),
         (
             b'{"jsonrpc":"2.0","method":"roots/list","id":4}',
-            "request 'roots/list' before initialize completed (only ping is answered)",
+            'request "roots/list" before initialize completed (only ping is answered)',
         ),
         (
             b'{"jsonrpc":"2.0","method":"notifications/message","params":{}}',
-            "notification 'notifications/message' before initialize completed",
+            'notification "notifications/message" before initialize completed',
         ),
         (
             b'[{"jsonrpc":"2.0","method":"ping","id":1}]',
@@ -131,7 +131,7 @@ def test_everything_else_is_ignored_while_waiting(line: bytes, reason: str) -> N
     ("line", "shown"),
     [
         (b'{"jsonrpc":"2.0","id":2,"result":{}}', "2"),  # another numbered response
-        (b'{"jsonrpc":"2.0","id":"1","result":{}}', "1"),  # "1" is not 1
+        (b'{"jsonrpc":"2.0","id":"1","result":{}}', '"1"'),  # "1" is not 1: shown quoted
         (b'{"jsonrpc":"2.0","id":null,"result":{}}', "null"),  # a null-id result answers nothing
         (b'{"id":null,"error":{"code":-1,"message":"log"}}', "null"),  # no jsonrpc: a log line
         (b'{"jsonrpc":"2.0","id":{"x":1},"error":"bare"}', "an object"),
@@ -148,7 +148,7 @@ def test_responses_that_are_not_the_answer_are_unmatched(line: bytes, shown: str
 def test_an_unmatched_id_is_escaped_and_redacted() -> None:
     step = _feed(_handshake(), b'{"jsonrpc":"2.0","id":"a\\n' + CANARY.encode() + b'","result":{}}')
     assert step == Skip(
-        "a response to no request of the host (id: a\\u000a***)", Outcome.RESPONSE_UNMATCHED
+        'a response to no request of the host (id: "a\\u000a***")', Outcome.RESPONSE_UNMATCHED
     )
 
 
