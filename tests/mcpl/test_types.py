@@ -294,7 +294,11 @@ def test_params_that_are_not_an_object_fail() -> None:
 
 
 def test_mcpl_bounds_below_their_minimum_are_configuration_errors() -> None:
-    with pytest.raises(ConfigurationError, match="max_queued_notifications"):
+    with pytest.raises(ConfigurationError) as queued:
         Mcpl(max_queued_notifications=0)
-    with pytest.raises(ConfigurationError, match="max_held_notifications"):
+    assert str(queued.value) == "Mcpl.max_queued_notifications must be at least 1"
+    with pytest.raises(ConfigurationError) as held:
         Mcpl(max_held_notifications=-1)
+    assert str(held.value) == "Mcpl.max_held_notifications must be at least 0"
+    # the minimums themselves are fine
+    assert Mcpl(max_queued_notifications=1, max_held_notifications=0).max_held_notifications == 0

@@ -126,6 +126,9 @@ def test_initialize_in_a_batch_is_an_invalid_entry_never_dispatched(revision: st
         revision,
     )
     assert [type(e) for e in plan.entries] == [InvalidRequest, Request, Notification]
+    assert plan.entries[0] == InvalidRequest(
+        ("initialize must not be part of a batch",), 1, "initialize"
+    )
     answers = BatchAnswers(plan)
     answers.fill(1, ResultAnswer(id=2, result={}))
     assert answers.encode() == (

@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from mcpl_host.protocol.errors import (
+    CapabilityDenied,
     ConfigurationError,
     ConnectionClosed,
     InitializeError,
+    LimitExceeded,
     McplHostError,
     OutputSchemaError,
     ProtocolError,
@@ -136,4 +138,33 @@ def test_request_error_facts_and_text() -> None:
     [ProtocolError("x"), ConfigurationError("x"), TransportError("x"), RequestError(1, "x")],
 )
 def test_everything_is_a_mcpl_host_error(error: Exception) -> None:
+    assert isinstance(error, McplHostError)
+
+
+def test_a_request_error_without_a_code_says_so() -> None:
+    error = RequestError(None, "went wrong")
+    assert (error.code, str(error)) == (None, "went wrong (no code)")
+    assert str(RequestError(-32000, "went wrong")) == "went wrong (-32000)"
+
+
+def test_capability_denied_names_every_capability_that_would_do() -> None:
+    one = CapabilityDenied("channels/publish", ("channels.publish",), server="s")
+    assert (one.method, one.capabilities, one.capability) == (
+        "channels/publish",
+        ("channels.publish",),
+        "channels.publish",
+    )
+    assert str(one) == "[s] channels/publish is not granted: it needs channels.publish"
+    two = CapabilityDenied("context/beforeInference", ("a.x", "a.y"))
+    assert two.message == "context/beforeInference is not granted: it needs a.x or a.y"
+
+
+def test_limit_exceeded_carries_its_limit_and_value() -> None:
+    error = LimitExceeded("too many", limit="max_subscriptions", value=4, server="s")
+    assert (error.message, error.limit, error.value, error.server) == (
+        "too many",
+        "max_subscriptions",
+        4,
+        "s",
+    )
     assert isinstance(error, McplHostError)

@@ -264,3 +264,21 @@ def test_the_answer_after_ignored_lines_is_taken() -> None:
     assert isinstance(step, Established)
     assert step.result.server_info == {}
     assert msgspec.json.decode(step.raw_result) == {"protocolVersion": "2025-11-25"}
+
+
+def test_a_method_named_in_a_skip_reason_is_cut_at_64_units() -> None:
+    step = _feed(_handshake(), b'{"jsonrpc":"2.0","method":"' + b"m" * 300 + b'"}')
+    assert isinstance(step, Skip)
+    shown = step.reason.split('"')[1]
+    assert len(shown) == 64
+    assert shown.endswith("[cut]")
+
+
+def test_a_refused_revision_is_redacted_in_the_version_error() -> None:
+    hs = _handshake(["2025-11-25"])
+    line = b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"' + CANARY.encode() + b'"}}'
+    step = _feed(hs, line)
+    assert isinstance(step, Failed)
+    assert isinstance(step.error, VersionError)
+    assert CANARY not in str(step.error)
+    assert "***" in str(step.error)

@@ -232,3 +232,10 @@ def test_log_value_and_log_json_take_a_limit() -> None:
 
 def test_log_json_shows_a_value_json_cannot_carry_by_its_repr() -> None:
     assert Redactor().log_json(complex(1, 2)) == "(1+2j)"
+
+
+def test_fields_show_a_str_subclass_as_its_plain_text() -> None:
+    class Method(str):
+        pass
+
+    assert Redactor([CANARY]).fields(method=Method("x/" + CANARY)) == {"method": "x/***"}
