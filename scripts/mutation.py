@@ -163,20 +163,22 @@ def verdicts(work: Path) -> dict[str, str]:
 
 
 def summary(work: Path) -> int:
-    """Verdicts per package (the module path up to its last part), then the survivors."""
+    """Verdicts per module and per package, then the survivors."""
     counts: dict[str, Counter[str]] = {}
     survivors: list[str] = []
     for mutant, status in verdicts(work).items():
         module = mutant.split(".x", 1)[0]
-        package = module.rsplit(".", 1)[0]
-        counts.setdefault(package, Counter())[status] += 1
+        package = module.rsplit(".", 1)[0] + " (all)"
+        for key in (module, package):
+            counts.setdefault(key, Counter())[status] += 1
         if status != "killed":
             survivors.append(f"{status}: {mutant}")
-    statuses = sorted({status for per_package in counts.values() for status in per_package})
-    print("package".ljust(24) + "".join(s.rjust(12) for s in ["total", *statuses]))
-    for package, per_package in sorted(counts.items()):
-        cells = [sum(per_package.values())] + [per_package[s] for s in statuses]
-        print(package.ljust(24) + "".join(str(c).rjust(12) for c in cells))
+    statuses = sorted({status for per_key in counts.values() for status in per_key})
+    width = max(map(len, counts), default=0) + 2
+    print("".ljust(width) + "".join(s.rjust(13) for s in ["total", *statuses]))
+    for key, per_key in sorted(counts.items()):
+        cells = [sum(per_key.values())] + [per_key[s] for s in statuses]
+        print(key.ljust(width) + "".join(str(c).rjust(13) for c in cells))
     print()
     print("\n".join(sorted(survivors)) or "no survivors")
     return 0
