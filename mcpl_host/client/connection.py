@@ -20,11 +20,13 @@ from msgspec import Raw
 
 from ..driver.core import (
     DEFAULT_INITIALIZE_TIMEOUT,
+    DEFAULT_MAX_OWED_ANSWERS,
     DEFAULT_MAX_SERVER_REQUESTS,
     DEFAULT_REQUEST_TIMEOUT,
     Driver,
     TransportFactory,
 )
+from ..driver.epoch import DEFAULT_WRITE_TIMEOUT
 from ..driver.pending import Pending, ProgressCallback
 from ..driver.reconnect import Reconnect
 from ..driver.responder import Handler, ServerRequest
@@ -95,6 +97,8 @@ class Connection(Driver, ClientCalls):
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
+        max_owed_answers: int = DEFAULT_MAX_OWED_ANSWERS,
+        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         secrets: tuple[str, ...] = (),
         reconnect: Reconnect | None = None,
         on_wire: Callable[[str, bytes], None] | None = None,
@@ -147,6 +151,8 @@ class Connection(Driver, ClientCalls):
             request_timeout=request_timeout,
             max_message_bytes=max_message_bytes,
             max_server_requests=max_server_requests,
+            max_owed_answers=max_owed_answers,
+            write_timeout=write_timeout,
             secrets=secrets,
             reconnect=reconnect,
             on_wire=on_wire,
@@ -157,20 +163,23 @@ class Connection(Driver, ClientCalls):
         )
         self._session_state = SessionState(max_subscriptions=max_subscriptions, server=self.name)
 
-    async def set_roots(self, roots: Iterable[Root | str]) -> None:
+    async def set_roots(self, roots: Iterable[Root | str], *, timeout: float | None = None) -> None:
         """Replace the roots offered to the server and tell it they changed
         (``notifications/roots/list_changed``, when connected; after a reconnect the
         server asks anew).
 
         Raises ``ValueError`` when the connection was made without ``roots`` (the roots
-        capability was not advertised), ``TypeError`` for a bad root.
+        capability was not advertised), ``TypeError`` for a bad root, and
+        :class:`~mcpl_host.RequestTimeout` when the notification could not be written
+        within ``timeout`` (default: the connection's ``request_timeout``); the new roots
+        are in force either way.
         """
         if self._roots is None:
             raise ValueError("this connection offers no roots: pass roots=[...] to Connection")
         self._roots = as_roots(roots)
         # Closed, between transports, or lost meanwhile: the next server asks for them.
         with contextlib.suppress(ConnectionClosed):
-            await self.notify("notifications/roots/list_changed")
+            await self.notify("notifications/roots/list_changed", timeout=timeout)
 
     # -- what the typed calls and the hooks need of the driver -------------------------
 

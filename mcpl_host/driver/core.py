@@ -27,7 +27,7 @@ from typing import Any, Final, Self, TypeAlias, TypeVar, overload
 import trio
 from msgspec import UNSET, Raw
 
-from .._log import get_logger
+from .._log import PeerLogBudget, get_logger
 from ..events import (
     Closed,
     Connected,
@@ -41,6 +41,7 @@ from ..events import (
 )
 from ..mcpl.host import Mcpl
 from ..protocol.errors import (
+    ConfigurationError,
     ConnectionClosed,
     McplHostError,
     RequestTimeout,
@@ -53,7 +54,7 @@ from ..protocol.profiles import Profile, validate_allowlist
 from ..protocol.redact import Redactor
 from ..transports import Transport, open_transport
 from ..transports.targets import Target, describe, parse_target, redactor_for
-from .epoch import Epoch
+from .epoch import DEFAULT_WRITE_TIMEOUT, Epoch
 from .inbound import Inbound
 from .lifetime import OwnsNursery
 from .mcpl_session import McplSession
@@ -76,6 +77,9 @@ TransportFactory: TypeAlias = Callable[[], Awaitable[Transport]]
 DEFAULT_INITIALIZE_TIMEOUT: Final = 30.0
 DEFAULT_REQUEST_TIMEOUT: Final = 60.0
 DEFAULT_MAX_SERVER_REQUESTS: Final = 64
+# Answers the reader has queued for a server that is not taking them (refusals, pings,
+# invalid requests): past this many the host stops reading from it until they drain.
+DEFAULT_MAX_OWED_ANSWERS: Final = 256
 
 
 class _State(enum.Enum):
@@ -104,6 +108,8 @@ class Driver(OwnsNursery):
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
+        max_owed_answers: int = DEFAULT_MAX_OWED_ANSWERS,
+        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         secrets: tuple[str, ...] = (),
         reconnect: Reconnect | None = None,
         on_wire: Callable[[str, bytes], None] | None = None,
@@ -130,6 +136,14 @@ class Driver(OwnsNursery):
         self.initialize_timeout = initialize_timeout
         self.max_message_bytes = max_message_bytes
         self.max_server_requests = max_server_requests
+        if max_owed_answers < 1:
+            raise ConfigurationError("max_owed_answers must be at least 1")
+        if not write_timeout > 0:
+            raise ConfigurationError("write_timeout must be positive")
+        self.max_owed_answers = max_owed_answers
+        self.write_timeout = write_timeout
+        # One budget of log lines for everything this connection's server can cause.
+        self._log_budget = PeerLogBudget()
         self._on_event = on_event
         self._handlers: dict[str, Handler] = {"ping": _ping, **(handlers or {})}
         self._capabilities = dict(capabilities or {})
@@ -157,6 +171,8 @@ class Driver(OwnsNursery):
             redactor=self.redactor,
             max_message_bytes=max_message_bytes,
             max_server_requests=max_server_requests,
+            max_owed_answers=max_owed_answers,
+            log_budget=self._log_budget,
             spawn=self._spawn,
             on_notification=self._on_notification,
             on_lost=self._end_epoch_soon,
@@ -173,6 +189,8 @@ class Driver(OwnsNursery):
                 spawn=self._spawn,
                 emit=self._emit,
                 on_refused_close=lambda: self._spawn(self.aclose),
+                max_held_requests=max_server_requests,
+                log_budget=self._log_budget,
             )
         self._epoch: Epoch | None = None
         self._nursery: trio.Nursery | None = None
@@ -279,6 +297,8 @@ class Driver(OwnsNursery):
             server=self.name,
             on_lost=self._end_epoch_soon,
             spawn=self._spawn,
+            write_timeout=self.write_timeout,
+            log=self._log_budget.wrap(_log),
             on_wire=self._on_wire,
         )
         epoch.on_late_write = self._outbound.written_late
@@ -299,7 +319,8 @@ class Driver(OwnsNursery):
                 await epoch.handshake_done.wait()
             step = epoch.handshake_step
             if isinstance(step, Established):
-                await epoch.write(step.initialized)
+                assert epoch.initialized is not None
+                await epoch.written(epoch.initialized)
                 if not epoch.open:  # lost right after: it never served as a connection
                     raise epoch.closed_error(outcome_unknown=False)  # noqa: TRY301 - as a lost write
         except trio.TooSlowError:
@@ -329,11 +350,14 @@ class Driver(OwnsNursery):
             await self._end_epoch(epoch, epoch.end_reason or "initialize-failed")
             step.error.server = self.name
             raise step.error
-        epoch.connected_at = trio.current_time()
+        self._connected(epoch, step, started, opened)
+        return epoch
+
+    def _connected(self, epoch: Epoch, step: Established, started: float, opened: float) -> None:
+        epoch.connected_at = now = trio.current_time()
         self.initialize_result = step.result
         if self._mcpl is not None:
             self._mcpl.start(epoch)
-        now = trio.current_time()
         if not self.timings_ms:
             self.timings_ms = {
                 "connect": round((opened - started) * 1000, 3),
@@ -345,7 +369,6 @@ class Driver(OwnsNursery):
             self._emit(
                 Connected(epoch.epoch_number, step.profile.revision, step.result.server_info)
             )
-        return epoch
 
     async def _open_transport(self, nursery: trio.Nursery) -> Transport:
         # Opening is bounded too: a TCP connect to a black hole must not hold an attempt.
@@ -453,6 +476,7 @@ class Driver(OwnsNursery):
             text += f": {self.redactor.log_value(str(cause))}"
         self._outbound.fail_all(text, reason, cause)
         self._log.info("closed", reason=reason)
+        self._log_budget.flush()
         self._emit(Closed(reason, cause))
         self._closed.set()
 
@@ -544,11 +568,15 @@ class Driver(OwnsNursery):
             pinned=pinned,
         )
 
-    async def notify(self, method: str, params: Any = UNSET) -> None:
-        """Send a notification.
+    async def notify(
+        self, method: str, params: Any = UNSET, *, timeout: float | None = None
+    ) -> None:
+        """Send a notification, returning once it is written.
 
         Raises :class:`~mcpl_host.ConnectionClosed` when the connection is not up (closed,
-        or between transports) or the write fails; on an MCPL connection,
+        or between transports) or the write fails; :class:`~mcpl_host.RequestTimeout`
+        when it is not written within ``timeout`` (default: ``request_timeout``; the
+        server is not reading; the line may still go out later); on an MCPL connection,
         :class:`~mcpl_host.CapabilityDenied` (nothing written) for a host-to-server MCPL
         method the grant in force does not allow.
         """
@@ -560,7 +588,17 @@ class Driver(OwnsNursery):
             )
         if self._mcpl is not None:
             self._mcpl.check_send(method, connected=True)
-        await epoch.write(encode(OutNotification(method=method, params=params)))
+        line = encode(OutNotification(method=method, params=params))
+        limit = self.request_timeout if timeout is None else timeout
+        with trio.move_on_after(limit):
+            await epoch.write(line)
+            return
+        raise RequestTimeout(
+            f"{method} not written within {limit:g} s: the server is not reading",
+            method=method,
+            timeout=limit,
+            server=self.name,
+        )
 
     async def _call_on(
         self,

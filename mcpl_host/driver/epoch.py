@@ -8,7 +8,7 @@ its epoch, so an answer can only ever reach the transport its request came on.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import trio
 
@@ -23,9 +23,13 @@ from ..transports import Transport
 from .pending import Pending
 from .responder import Responder
 
-__all__ = ["BatchSlot", "Epoch"]
+__all__ = ["DEFAULT_WRITE_TIMEOUT", "BatchSlot", "Epoch"]
 
 _log = get_logger("mcpl_host.connection")
+# A write the peer does not take within this long (it stopped reading) ends the
+# transport: long enough for any server that reads at all, short enough that a deaf one
+# cannot hold the host's answers for long.
+DEFAULT_WRITE_TIMEOUT: Final = 30.0
 
 
 class Epoch:
@@ -44,9 +48,12 @@ class Epoch:
         server: str,
         on_lost: Callable[[Epoch, str], None],
         spawn: Callable[..., None],
+        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+        log: Any = None,
         on_wire: Callable[[str, bytes], None] | None = None,
     ) -> None:
         self.epoch_number = number
+        self.write_timeout = write_timeout
         self.transport = transport
         self.server = server
         self.on_lost = on_lost
@@ -75,6 +82,8 @@ class Epoch:
         self.handshake: Handshake | None = None
         self.handshake_step: Established | Failed | None = None
         self.handshake_done = trio.Event()
+        # The write carrying notifications/initialized, queued by the reader.
+        self.initialized: _Flush | None = None
         # When the handshake finished (Connected or Reconnected was due); None before.
         self.connected_at: float | None = None
         self.open = True
@@ -83,7 +92,12 @@ class Epoch:
         # Server requests in flight (by id, or a private key for id null), so that
         # notifications/cancelled and the epoch's end can cancel them.
         self.inbound: dict[Any, trio.CancelScope] = {}
-        self.log = _log.bind(server=server, epoch=number)
+        # Answers queued by the reader itself (refusals, pings, invalid requests, a
+        # batch's array), not yet written: the reader stops reading while too many wait.
+        self.queued_answers = 0
+        self.unwritten_answers = 0  # queued answers the transport ended before writing
+        self._written = trio.Event()  # set after each write, and when the epoch ends
+        self.log = (log if log is not None else _log).bind(server=server, epoch=number)
 
     def closed_error(self, *, outcome_unknown: bool) -> ConnectionClosed:
         reason = self.end_reason or "closed"
@@ -98,7 +112,7 @@ class Epoch:
         answers) once half as many lines have gathered. ``pending.written`` becomes true
         once the line is whole on the wire; a request settled before its turn in the
         queue is never sent."""
-        self._outbox.append((line, pending, False))
+        self._outbox.append((line, pending, False, False))
         if (
             self._send_nowait is None
             or self._writing
@@ -119,18 +133,19 @@ class Epoch:
             sent = 0  # the writer meets the same error and ends the epoch
         written: list[_Entry] = []
         rest: list[_Entry] = []
-        for line, pending, must in batch:
+        for entry in batch:
+            line, pending, _, answer = entry
             if sent >= len(line):
                 sent -= len(line)
-                written.append((line, pending, must))
+                written.append(entry)
             elif sent:
                 # Part of the line is out: the rest must follow, whatever the caller does.
                 if self.on_wire is not None:
                     self.on_wire("out", bytes(line).rstrip(b"\n"))
-                rest.append((memoryview(line)[sent:], pending, True))
+                rest.append((memoryview(line)[sent:], pending, True, answer))
                 sent = 0
             else:
-                rest.append((line, pending, must))
+                rest.append(entry)
         self._outbox = rest
         self._mark_written(written)
         self._trace(written)
@@ -144,11 +159,22 @@ class Epoch:
         """
         if not self.open:
             raise self.closed_error(outcome_unknown=False)
+        await self.written(self.enqueue(data))
+
+    def enqueue(self, data: bytes) -> _Flush:
+        """Queue one line without waiting; :meth:`written` waits for it."""
         flush = self._flush
         if flush is None:
             flush = self._flush = _Flush()
-        self._outbox.append((data, None, True))
+        self._outbox.append((data, None, True, False))
         self._work.set()
+        return flush
+
+    async def written(self, flush: _Flush) -> None:
+        """Return once the write that carries a line :meth:`enqueue` queued is done.
+
+        Raises :class:`ConnectionClosed` when that write failed or the epoch ended first.
+        """
         await flush.done.wait()
         if not flush.ok:
             raise self.closed_error(outcome_unknown=False)
@@ -163,10 +189,31 @@ class Epoch:
         self.open = False
         self.end_reason = reason
         self._work.set()
+        self._written.set()
+
+    def queue_answer(self, line: bytes) -> bool:
+        """Queue an answer the reader gives at once (a refusal, a ping's answer, a
+        batch's array): no task waits for it, and it counts toward the answers owed
+        until it is written. False when the transport has ended."""
+        if not self.open:
+            self.unwritten_answers += 1
+            return False
+        self._outbox.append((line, None, True, True))
+        self.queued_answers += 1
+        self._work.set()
+        return True
+
+    async def wait_for_writes(self) -> None:
+        """Return after the writer's next write, or when the epoch ends."""
+        if self._written.is_set():
+            self._written = trio.Event()
+        if self.open:
+            await self._written.wait()
 
     async def write_loop(self) -> None:
         """The epoch's one writer: everything queued since its last write, in one
-        send_all. A failed write ends the epoch."""
+        send_all. A failed write, or one that takes longer than ``write_timeout`` (a
+        peer that stopped reading), ends the epoch."""
         try:
             while self.open:
                 if not self._outbox:
@@ -185,51 +232,80 @@ class Epoch:
         finally:
             if self._flush is not None:
                 self._flush.done.set()
+            self._forget(self._outbox)
             self._outbox.clear()
+            self._written.set()
+            if self.unwritten_answers:
+                # One line for all of them: a flood of requests must not become a
+                # flood of log lines at close.
+                self.log.warning(
+                    "answers not written",
+                    count=self.unwritten_answers,
+                    reason=f"the transport ended ({self.end_reason or 'closed'})",
+                )
+
+    def _forget(self, entries: list[_Entry]) -> None:
+        """Queued answers that will never be written: counted, for one log line."""
+        for entry in entries:
+            if entry[3]:
+                self.queued_answers -= 1
+                self.unwritten_answers += 1
 
     async def _write_batch(self, batch: list[_Entry]) -> bool:
         sent = _due(batch)
         if not sent:
             return True
         self._writing = True
+        reason = "write-timeout"
         try:
-            await self.transport.stream.send_all(_joined(sent))
+            with trio.move_on_after(self.write_timeout):
+                await self.transport.stream.send_all(_joined(sent))
+                reason = ""
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            reason = "write-failed"
+        finally:
+            self._writing = False
+        if reason:
             # Every line but the last may be whole on the wire (send_all fails only with
             # bytes left to send): they count as written, so that only those safe to
             # repeat are ever sent again.
             self._mark_written(sent[:-1])
-            self.on_lost(self, "write-failed")
+            self._forget(sent[-1:])
+            self.on_lost(self, reason)
             return False
-        finally:
-            self._writing = False
         self._mark_written(sent)
         self._trace(sent)
+        self._written.set()
         return True
 
     def _trace(self, sent: list[_Entry]) -> None:
         if self.on_wire is not None:
-            for line, pending, must in sent:
+            for line, pending, must, _ in sent:
                 if not (must and pending):  # the rest of a line traced already
                     self.on_wire("out", bytes(line).rstrip(b"\n"))
 
     def _mark_written(self, sent: list[_Entry]) -> None:
-        for _, pending, _ in sent:
-            if pending is not None and pending.epoch is self:
+        for _, pending, _, answer in sent:
+            if answer:
+                self.queued_answers -= 1
+            elif pending is not None and pending.epoch is self:
                 pending.written = True
                 if pending.abandoned and self.on_late_write is not None:
                     self.on_late_write(self, pending)  # its caller stopped waiting meanwhile
 
-    async def write_quietly(self, line: bytes) -> None:
-        """Write an answer that has no responder (a refused batch); log if it cannot go."""
-        try:
-            await self.write(line)
-        except ConnectionClosed:
-            self.log.warning("answer not written", reason="the transport has closed")
-
     async def deliver(self, answer: ResultAnswer | ErrorAnswer, responder: Responder) -> bool:
         """A responder's single answer: written here or nowhere."""
         return await self.write_answer(encode(answer), responder)
+
+    def queue(self, answer: ResultAnswer | ErrorAnswer, responder: Responder) -> None:
+        """A responder's single answer, given at once by the reader: queued here or
+        nowhere."""
+        if not self.queue_answer(encode(answer)):
+            self.log.info(
+                "not answering request",
+                **responder.log_fields(),
+                reason=f"its transport (epoch {self.epoch_number}) has closed",
+            )
 
     def withdraw(self, responder: Responder) -> None:
         pass  # a single request withdrawn simply gets no answer
@@ -262,9 +338,10 @@ class Epoch:
         return key
 
 
-# An outbox entry: the bytes, the request they carry (None for write()'s lines), and
-# whether they must go out even if that request settled (part of it is out already).
-_Entry: TypeAlias = tuple[bytes | memoryview, Pending | None, bool]
+# An outbox entry: the bytes, the request they carry (None for write()'s lines), whether
+# they must go out even if that request settled (part of it is out already), and whether
+# they are an answer the reader queued (counted in queued_answers until written).
+_Entry: TypeAlias = tuple[bytes | memoryview, Pending | None, bool, bool]
 
 
 def _due(entries: list[_Entry]) -> list[_Entry]:
@@ -273,7 +350,7 @@ def _due(entries: list[_Entry]) -> list[_Entry]:
 
 
 def _joined(entries: list[_Entry]) -> bytes | memoryview:
-    return entries[0][0] if len(entries) == 1 else b"".join(line for line, _, _ in entries)
+    return entries[0][0] if len(entries) == 1 else b"".join(e[0] for e in entries)
 
 
 class _Flush:
@@ -300,6 +377,13 @@ class BatchSlot:
     async def deliver(self, answer: ResultAnswer | ErrorAnswer, responder: Responder) -> bool:
         self.answers.fill(self.index, answer)
         return await self._flush(responder)
+
+    def queue(self, answer: ResultAnswer | ErrorAnswer, responder: Responder) -> None:  # noqa: ARG002 - AnswerSink's signature
+        self.answers.fill(self.index, answer)
+        if self.answers.complete:
+            line = self.answers.encode()
+            if line is not None:
+                self.epoch.queue_answer(line)
 
     def withdraw(self, responder: Responder) -> None:
         self.answers.drop(self.index)

@@ -16,7 +16,7 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw
 
-from .._log import get_logger
+from .._log import PeerLogBudget, code_trace, get_logger
 from ..protocol.batch import BatchAnswers, BatchPlan, BatchRefused, plan_batch
 from ..protocol.envelope import (
     Batch,
@@ -72,6 +72,8 @@ class Inbound:
         redactor: Redactor,
         max_message_bytes: int,
         max_server_requests: int,
+        max_owed_answers: int,
+        log_budget: PeerLogBudget,
         spawn: Callable[..., None],
         on_notification: Callable[[str, Raw | None], None],
         on_lost: Callable[[Epoch, str], None],
@@ -87,11 +89,12 @@ class Inbound:
         self.redactor = redactor
         self.max_message_bytes = max_message_bytes
         self.max_server_requests = max_server_requests
+        self.max_owed_answers = max_owed_answers
         self._spawn = spawn
         self._notify = on_notification
         self._on_lost = on_lost
         self._on_wire = on_wire
-        self._log = _log.bind(server=server)
+        self._log = log_budget.wrap(_log).bind(server=server)
 
     async def read(self, epoch: Epoch) -> None:
         """The one reader of an epoch. Nothing raised by a message escapes it."""
@@ -117,9 +120,21 @@ class Inbound:
                     epoch.expect_burst(len(self._pending))
                 for item in items:
                     self._on_line(epoch, item)
+                    if epoch.queued_answers >= self.max_owed_answers:
+                        await self._wait_for_answers(epoch)
         finally:
             if epoch.open:
                 self._on_lost(epoch, reason)
+
+    async def _wait_for_answers(self, epoch: Epoch) -> None:
+        """Too many answers owed to a server that is not taking them: read nothing more
+        from it until they are written (or the write timeout ends the transport)."""
+        epoch.log.info(
+            "reading paused",
+            reason=f"{epoch.queued_answers} answers owed (max_owed_answers)",
+        )
+        while epoch.open and epoch.queued_answers >= self.max_owed_answers:
+            await epoch.wait_for_writes()
 
     def _on_line(self, epoch: Epoch, item: bytes | OversizedLine) -> None:
         try:
@@ -150,15 +165,21 @@ class Inbound:
             else:
                 assert not isinstance(message, Batch)
                 self._on_message(epoch, message, None, 0)
-        except Exception:  # a bug must not kill the reader; say so loudly
-            epoch.log.exception("internal error while handling a message")
+        except Exception as exc:  # a bug must not kill the reader; say so loudly
+            # Only the exception's type and the code's frames: its message, or a
+            # traceback's, can carry what the peer sent.
+            epoch.log.error(  # noqa: TRY400
+                "internal error while handling a message",
+                error=type(exc).__name__,
+                where=code_trace(exc),
+            )
 
     def _during_handshake(self, epoch: Epoch, message: Classified | Batch) -> None:
         assert epoch.handshake is not None
         step = epoch.handshake.receive(message)
         if isinstance(step, Send):
             epoch.log.debug("message", direction="in", method="ping", outcome=step.outcome)
-            self._spawn(epoch.write_quietly, step.line)
+            epoch.queue_answer(step.line)
         elif isinstance(step, Skip):
             epoch.log.info(
                 "message",
@@ -179,9 +200,12 @@ class Inbound:
         """The initialize answer was just read: bind what it settles, here, in the reader,
         before it reads on. A message in the same read as the answer (or just after) is
         then handled by the negotiated revision, and by MCPL's terms for this transport,
-        even before the connecting task has written notifications/initialized."""
+        even before the connecting task learns that the handshake is done."""
         if not isinstance(step, Established):
             return
+        # notifications/initialized is the first line after the answer: queued here, it
+        # goes out ahead of any answer to what the server sent next.
+        epoch.initialized = epoch.enqueue(step.initialized)
         epoch.profile = step.profile
         # A transport whose requests name the revision (HTTP's header) learns it here,
         # once accepted, never from the server's answer alone.
@@ -200,7 +224,7 @@ class Inbound:
             epoch.log.info(
                 "message", direction="in", outcome=plan.outcome, reason=plan.answer.error.message
             )
-            self._spawn(epoch.write_quietly, encode(plan.answer))
+            epoch.queue_answer(encode(plan.answer))
             if self._pending:
                 self._refused_answers(epoch, batch)
             return
@@ -211,7 +235,7 @@ class Inbound:
         if answers.complete:  # nothing was dispatched that still has to answer
             line = answers.encode()
             if line is not None:
-                self._spawn(epoch.write_quietly, line)
+                epoch.queue_answer(line)
 
     def _refused_answers(self, epoch: Epoch, batch: Batch) -> None:
         """A refused array may carry answers to the host's requests: none is taken, so
@@ -251,7 +275,7 @@ class Inbound:
                     responder = Responder(
                         epoch, message.answer_id, message.method or "", redactor=self.redactor
                     )
-                    self._spawn(responder.error, INVALID_REQUEST, message.message)
+                    responder.refuse(INVALID_REQUEST, message.message)
             case Ignored():
                 epoch.log.info(
                     "message", direction="in", outcome=Outcome.IGNORED, reason=message.reason
@@ -308,7 +332,7 @@ class Inbound:
                 outcome=Outcome.DISPATCHED,
                 reason="method not found",
             )
-            self._spawn(responder.error, METHOD_NOT_FOUND, f"Method not found: {request.method}")
+            responder.refuse(METHOD_NOT_FOUND, f"Method not found: {request.method}")
             return
         self.dispatch(epoch, request, responder, handler)
 
@@ -324,8 +348,7 @@ class Inbound:
                 outcome=Outcome.DISPATCHED,
                 reason="too many server requests in flight",
             )
-            self._spawn(
-                responder.error,
+            responder.refuse(
                 INTERNAL_ERROR,
                 f"host busy: {self.max_server_requests} server requests already in flight",
             )
@@ -438,8 +461,13 @@ class Inbound:
             self._timeouts.watch(pending)
         try:
             pending.on_progress(progress.progress, progress.total, progress.message)
-        except Exception:
-            self._log.exception("progress callback failed", method=pending.method)
+        except Exception as exc:  # the embedder's bug, but each is caused by a peer's message
+            self._log.error(
+                "progress callback failed",
+                method=pending.method,
+                error=self.redactor.log_value(repr(exc)),
+                where=code_trace(exc),
+            )
 
     def _describe(self, message: Classified | Batch) -> dict[str, Any]:
         if isinstance(message, (Request, Notification)):

@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 from msgspec import Raw
 
-from .._log import get_logger
+from .._log import PeerLogBudget, get_logger
 from ..events import Event, McplGrantChanged
 from ..mcpl.capabilities import advertised_paths, denied, effective, host_advertisement
 from ..mcpl.dedupe import EventIds
@@ -44,7 +44,13 @@ from ..mcpl.methods import (
 from ..mcpl.planes import HoldBuffer
 from ..mcpl.types import InferenceRequest, PushEvent, decode_params
 from ..protocol.envelope import Notification, Outcome, Request
-from ..protocol.errors import INVALID_REQUEST, METHOD_NOT_FOUND, CapabilityDenied, McplHostError
+from ..protocol.errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    CapabilityDenied,
+    McplHostError,
+)
 from ..protocol.messages import OutNotification, encode
 from ..protocol.redact import Redactor
 from .epoch import Epoch
@@ -80,8 +86,13 @@ class McplSession:
         spawn: Callable[..., None],
         emit: Callable[[Event], None],
         on_refused_close: Callable[[], None],
+        max_held_requests: int,
+        log_budget: PeerLogBudget,
     ) -> None:
+        """``max_held_requests``: server requests held after a reconnect (each owes an
+        answer) before the next is refused "host busy" at once."""
         self.config = config
+        self.max_held_requests = max_held_requests
         self.server = server
         self.grant = Grant()
         self.advertised: frozenset[str] | None = None  # None: the peer is plain MCP
@@ -99,7 +110,7 @@ class McplSession:
         self._spawn = spawn
         self._emit = emit
         self._on_refused_close = on_refused_close
-        self._log = _log.bind(server=server)
+        self._log = log_budget.wrap(_log).bind(server=server)
 
     @staticmethod
     def capabilities() -> dict[str, Any]:
@@ -201,7 +212,22 @@ class McplSession:
 
     def on_request(self, epoch: Epoch, request: Request, responder: Responder) -> None:
         if request.method in REMOVED:
-            self._spawn(responder.error, METHOD_NOT_FOUND, REMOVED[request.method])
+            responder.refuse(METHOD_NOT_FOUND, REMOVED[request.method])
+            return
+        if self._held.holding and len(self._held) - self._held.notifications >= (
+            self.max_held_requests
+        ):
+            self._log.warning(
+                "message",
+                direction="in",
+                method=request.method,
+                outcome=Outcome.DISPATCHED,
+                reason="too many server requests held for the grant's receipt",
+            )
+            responder.refuse(
+                INTERNAL_ERROR,
+                f"host busy: {self.max_held_requests} server requests already held",
+            )
             return
         if self._hold(_Held(epoch, request, responder)):
             return
@@ -276,7 +302,7 @@ class McplSession:
         )
         if responder is not None:
             data = decision.data if isinstance(decision, Refuse) else None
-            self._spawn(responder.error, decision.code, decision.message, data or msgspec.UNSET)
+            responder.refuse(decision.code, decision.message, data or msgspec.UNSET)
 
     def _handler(self, epoch: Epoch, hook: McplHook) -> Handler:
         async def handle(request: ServerRequest) -> Any:

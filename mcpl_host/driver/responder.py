@@ -37,6 +37,11 @@ class AnswerSink(Protocol):
         """Write (or collect) the answer; False when it could not be sent."""
         ...
 
+    def queue(self, answer: ResultAnswer | ErrorAnswer, responder: Responder) -> None:
+        """Queue the answer without waiting for it to be written (the reader's own
+        refusals: no task per answer)."""
+        ...
+
     def withdraw(self, responder: Responder) -> None:
         """The request was cancelled by the server: no answer will come."""
         ...
@@ -93,11 +98,14 @@ class Responder:
         """Answer with a JSON-RPC error. Returns False when nothing was sent."""
         if self._refuse_second():
             return False
-        try:
-            _ENCODER.encode(data)
-        except (TypeError, ValueError, msgspec.EncodeError):
-            data = UNSET  # the code and message still go out
-        return await self._sink.deliver(error_answer(self.id, code, message, data), self)
+        return await self._sink.deliver(error_answer(self.id, code, message, _sendable(data)), self)
+
+    def refuse(self, code: int, message: str, data: Any = UNSET) -> None:
+        """Answer with a JSON-RPC error at once, from the reader: the answer is queued
+        (it counts toward the answers owed until written), no task waits for it."""
+        if self._refuse_second():
+            return
+        self._sink.queue(error_answer(self.id, code, message, _sendable(data)), self)
 
     def withdraw(self) -> None:
         """No answer will be sent (the server cancelled the request)."""
@@ -111,6 +119,16 @@ class Responder:
             return True
         self.answered = True
         return False
+
+
+def _sendable(data: Any) -> Any:
+    """An error's ``data``, or UNSET when JSON cannot carry it (the code and message
+    still go out)."""
+    try:
+        _ENCODER.encode(data)
+    except (TypeError, ValueError, msgspec.EncodeError):
+        return UNSET
+    return data
 
 
 class ServerRequest:
