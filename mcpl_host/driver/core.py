@@ -61,7 +61,7 @@ from .mcpl_session import McplSession
 from .outbound import Outbound
 from .pending import Pending, ProgressCallback
 from .reconnect import Reconnect
-from .responder import Handler, ServerRequest
+from .responder import Handler, ping
 
 __all__ = ["Driver", "ProgressCallback", "TransportFactory"]
 
@@ -145,7 +145,7 @@ class Driver(OwnsNursery):
         # One budget of log lines for everything this connection's server can cause.
         self._log_budget = PeerLogBudget()
         self._on_event = on_event
-        self._handlers: dict[str, Handler] = {"ping": _ping, **(handlers or {})}
+        self._handlers: dict[str, Handler] = {"ping": ping, **(handlers or {})}
         self._capabilities = dict(capabilities or {})
         self._mcpl: McplSession | None = None
         if mcpl is not None:
@@ -742,7 +742,3 @@ class Driver(OwnsNursery):
         """A new transport is up after a reconnect: it may reach a changed server, one
         that forgot what the last one was told. Called before the rebound requests are
         queued on it; :meth:`_request_now` puts a request ahead of them."""
-
-
-async def _ping(_request: ServerRequest) -> Any:
-    return {}

@@ -23,7 +23,7 @@ from ..transports import Transport
 from .pending import Pending
 from .responder import Responder
 
-__all__ = ["DEFAULT_WRITE_TIMEOUT", "BatchSlot", "Epoch"]
+__all__ = ["DEFAULT_WRITE_TIMEOUT", "BatchReply", "BatchSlot", "Epoch"]
 
 _log = get_logger("mcpl_host.connection")
 # A write the peer does not take within this long (it stopped reading) ends the
@@ -267,10 +267,10 @@ class Epoch:
             self._writing = False
         if reason:
             # Every line but the last may be whole on the wire (send_all fails only with
-            # bytes left to send): they count as written, so that only those safe to
-            # repeat are ever sent again.
-            self._mark_written(sent[:-1])
-            self._forget(sent[-1:])
+            # bytes left to send): its requests count as written, so that only those
+            # safe to repeat are ever sent again; its answers count as not written.
+            self._mark_written([entry for entry in sent[:-1] if not entry[3]])
+            self._forget(sent)
             self.on_lost(self, reason)
             return False
         self._mark_written(sent)
@@ -363,37 +363,53 @@ class _Flush:
         self.ok = False
 
 
+class BatchReply:
+    """An inbound batch's answers, and whether their array went out: written once, by
+    whichever answer completes it (the reader's own, or a handler's)."""
+
+    __slots__ = ("answers", "sent")
+
+    def __init__(self, answers: BatchAnswers) -> None:
+        self.answers = answers
+        self.sent = False
+
+    def line(self) -> bytes | None:
+        """The array to write now: None until the batch is complete, once it went out,
+        or when it held no request."""
+        if self.sent or not self.answers.complete:
+            return None
+        self.sent = True
+        return self.answers.encode()
+
+
 class BatchSlot:
     """A responder's answer for one entry of an inbound batch."""
 
-    __slots__ = ("answers", "epoch", "epoch_number", "index")
+    __slots__ = ("epoch", "epoch_number", "index", "reply")
 
-    def __init__(self, epoch: Epoch, answers: BatchAnswers, index: int) -> None:
+    def __init__(self, epoch: Epoch, reply: BatchReply, index: int) -> None:
         self.epoch = epoch
         self.epoch_number = epoch.epoch_number
-        self.answers = answers
+        self.reply = reply
         self.index = index
 
     async def deliver(self, answer: ResultAnswer | ErrorAnswer, responder: Responder) -> bool:
-        self.answers.fill(self.index, answer)
+        self.reply.answers.fill(self.index, answer)
         return await self._flush(responder)
 
     def queue(self, answer: ResultAnswer | ErrorAnswer, responder: Responder) -> None:  # noqa: ARG002 - AnswerSink's signature
-        self.answers.fill(self.index, answer)
-        if self.answers.complete:
-            line = self.answers.encode()
-            if line is not None:
-                self.epoch.queue_answer(line)
+        self.reply.answers.fill(self.index, answer)
+        line = self.reply.line()
+        if line is not None:
+            self.epoch.queue_answer(line)
 
     def withdraw(self, responder: Responder) -> None:
-        self.answers.drop(self.index)
-        if self.answers.complete:
+        self.reply.answers.drop(self.index)
+        if self.reply.answers.complete:
             self.epoch.spawn(self._flush, responder)
 
     async def _flush(self, responder: Responder) -> bool:
-        if not self.answers.complete:
-            return True  # the array goes out with the last answer
-        line = self.answers.encode()
+        line = self.reply.line()
         if line is None:
-            return True
+            return True  # the array goes out with the last answer (or went already)
         return await self.epoch.write_answer(line, responder)

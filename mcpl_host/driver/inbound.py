@@ -42,10 +42,10 @@ from ..protocol.framing import LineDecoder, OversizedLine
 from ..protocol.handshake import Established, Failed, Send, Skip, describe_error_member
 from ..protocol.messages import encode
 from ..protocol.redact import Redactor
-from .epoch import BatchSlot, Epoch
+from .epoch import BatchReply, BatchSlot, Epoch
 from .mcpl_session import McplSession
 from .pending import PROGRESS, Pending
-from .responder import Handler, Responder, ServerRequest
+from .responder import Handler, Responder, ServerRequest, ping
 from .timeouts import TimeoutWatch
 
 __all__ = ["Inbound"]
@@ -120,7 +120,7 @@ class Inbound:
                     epoch.expect_burst(len(self._pending))
                 for item in items:
                     self._on_line(epoch, item)
-                    if epoch.queued_answers >= self.max_owed_answers:
+                    if epoch.open and epoch.queued_answers >= self.max_owed_answers:
                         await self._wait_for_answers(epoch)
         finally:
             if epoch.open:
@@ -229,13 +229,12 @@ class Inbound:
                 self._refused_answers(epoch, batch)
             return
         assert isinstance(plan, BatchPlan)
-        answers = BatchAnswers(plan)
+        reply = BatchReply(BatchAnswers(plan))
         for index, entry in enumerate(plan.entries):
-            self._on_message(epoch, entry, answers, index)
-        if answers.complete:  # nothing was dispatched that still has to answer
-            line = answers.encode()
-            if line is not None:
-                epoch.queue_answer(line)
+            self._on_message(epoch, entry, reply, index)
+        line = reply.line()  # complete now: nothing dispatched still has to answer
+        if line is not None:
+            epoch.queue_answer(line)
 
     def _refused_answers(self, epoch: Epoch, batch: Batch) -> None:
         """A refused array may carry answers to the host's requests: none is taken, so
@@ -254,7 +253,7 @@ class Inbound:
                 pending.settle(error=ProtocolError(error, server=self.server))
 
     def _on_message(
-        self, epoch: Epoch, message: Classified, batch: BatchAnswers | None, index: int
+        self, epoch: Epoch, message: Classified, batch: BatchReply | None, index: int
     ) -> None:
         match message:
             case Response():
@@ -312,7 +311,7 @@ class Inbound:
             )
 
     def _on_request(
-        self, epoch: Epoch, request: Request, batch: BatchAnswers | None, index: int
+        self, epoch: Epoch, request: Request, batch: BatchReply | None, index: int
     ) -> None:
         sink = epoch if batch is None else BatchSlot(epoch, batch, index)
         responder = Responder(sink, request.id, request.method, redactor=self.redactor)
@@ -333,6 +332,15 @@ class Inbound:
                 reason="method not found",
             )
             responder.refuse(METHOD_NOT_FOUND, f"Method not found: {request.method}")
+            return
+        if handler is ping:  # a ping flood costs no task per ping
+            epoch.log.debug(
+                "message",
+                direction="in",
+                **self.redactor.fields(id=request.id, method=request.method),
+                outcome=Outcome.DISPATCHED,
+            )
+            responder.answer_now({})
             return
         self.dispatch(epoch, request, responder, handler)
 

@@ -20,7 +20,7 @@ from ..protocol.errors import INTERNAL_ERROR
 from ..protocol.messages import ErrorAnswer, ResultAnswer, error_answer
 from ..protocol.redact import Redactor
 
-__all__ = ["Handler", "Responder", "ServerRequest"]
+__all__ = ["Handler", "Responder", "ServerRequest", "ping"]
 
 _log = get_logger("mcpl_host.responder")
 _ENCODER = msgspec.json.Encoder()
@@ -100,6 +100,11 @@ class Responder:
             return False
         return await self._sink.deliver(error_answer(self.id, code, message, _sendable(data)), self)
 
+    def answer_now(self, result: Any) -> None:
+        """Answer with ``result`` at once, from the reader: queued like :meth:`refuse`."""
+        if not self._refuse_second():
+            self._sink.queue(ResultAnswer(id=self.id, result=Raw(_ENCODER.encode(result))), self)
+
     def refuse(self, code: int, message: str, data: Any = UNSET) -> None:
         """Answer with a JSON-RPC error at once, from the reader: the answer is queued
         (it counts toward the answers owed until written), no task waits for it."""
@@ -129,6 +134,11 @@ def _sendable(data: Any) -> Any:
     except (TypeError, ValueError, msgspec.EncodeError):
         return UNSET
     return data
+
+
+async def ping(_request: ServerRequest) -> Any:
+    """The built-in ``ping`` handler. The reader answers it itself, with no task."""
+    return {}
 
 
 class ServerRequest:

@@ -100,7 +100,7 @@ class ScriptedHttpServer:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length))
                 self._record(body)
-                if body.get("method") == "initialize":
+                if isinstance(body, dict) and body.get("method") == "initialize":
                     with server._lock:
                         server.initializes += 1
                         sid = uuid.uuid4().hex
