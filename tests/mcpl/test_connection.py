@@ -449,3 +449,41 @@ async def test_an_mcpl_request_in_the_same_write_as_the_answer_meets_this_transp
             }
             await conn.aclose()
     assert [p.event_id for p in hooks.pushes] == ["e-9"]
+
+
+async def test_requests_held_for_the_receipt_are_bounded_by_max_server_requests(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Each held request owes an answer: past max_server_requests of them the next is
+    refused "host busy" at once, instead of being held without bound."""
+    hooks = Hooks()
+    events: list[Event] = []
+    supply = PeerSupply()
+    conn = Connection(
+        supply.factory,
+        reconnect=Reconnect(),
+        mcpl=hooks.config(),
+        on_event=events.append,
+        max_server_requests=4,
+    )
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(conn.run)
+            first = await supply.next_peer()
+            await accept(first, await mcpl_handshake(first))
+            await grant_settled(events)
+            await first.stream.aclose()
+
+            second = await supply.next_peer()
+            update = await mcpl_handshake(second)
+            for n in range(10):
+                await second.send(request(f"p-{n}", "push/event", PUSH | {"eventId": f"e-{n}"}))
+            busy = [await second.recv() for _ in range(6)]  # at once, before the receipt
+            assert [b["id"] for b in busy] == [f"p-{n}" for n in range(4, 10)]
+            assert all(b["error"]["code"] == -32603 for b in busy)
+            assert all("host busy" in b["error"]["message"] for b in busy)
+            await accept(second, update)
+            held = [await second.recv() for _ in range(4)]
+            assert sorted(h["id"] for h in held) == [f"p-{n}" for n in range(4)]
+            assert all(h["result"]["accepted"] is True for h in held)
+            await conn.aclose()
