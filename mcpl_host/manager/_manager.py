@@ -16,9 +16,11 @@ from ..client.types import Root
 from ..config import load_config
 from ..driver.core import (
     DEFAULT_INITIALIZE_TIMEOUT,
+    DEFAULT_MAX_OWED_ANSWERS,
     DEFAULT_MAX_SERVER_REQUESTS,
     DEFAULT_REQUEST_TIMEOUT,
 )
+from ..driver.epoch import DEFAULT_WRITE_TIMEOUT
 from ..driver.lifetime import OwnsNursery
 from ..driver.reconnect import Reconnect
 from ..driver.responder import Handler
@@ -79,6 +81,8 @@ class ConnectionManager(OwnsNursery):
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
+        max_owed_answers: int = DEFAULT_MAX_OWED_ANSWERS,
+        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         secrets: tuple[str, ...] = (),
         on_event: ManagerEventCallback | None = None,
         on_status: Callable[[ServerStatus], None] | None = None,
@@ -108,6 +112,8 @@ class ConnectionManager(OwnsNursery):
             request_timeout=request_timeout,
             max_message_bytes=max_message_bytes,
             max_server_requests=max_server_requests,
+            max_owed_answers=max_owed_answers,
+            write_timeout=write_timeout,
             secrets=secrets,
             reconnect=reconnect,
         )
