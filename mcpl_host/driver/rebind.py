@@ -39,35 +39,52 @@ class _Tool(msgspec.Struct):
     annotations: _Hints | None = None
 
 
+class _Read:
+    """A listed tool, once its hints were read (see :meth:`ToolHints.learn`)."""
+
+
+_READ: Final = _Read()
+
+
 class _ToolList(msgspec.Struct):
-    tools: list[_Tool]
-
-
-_TOOL_LIST: Final = msgspec.json.Decoder(_ToolList)
+    tools: list[_Read]
 
 
 class ToolHints:
-    """Which tools the server last said were read-only or idempotent."""
+    """Which tools the server last said were read-only or idempotent. Only those names
+    are kept, and a page's tools are read one at a time, nothing kept per tool: a
+    server's huge ``tools/list`` page costs no memory here beyond its hinted names."""
 
     def __init__(self) -> None:
-        self._repeatable: dict[str, bool] = {}
+        self._repeatable: set[str] = set()
 
     def learn(self, result: msgspec.Raw, *, first_page: bool) -> None:
         """Take a ``tools/list`` result; a first page replaces what was known."""
+        # The page's last word on each name that is, or was, repeatable.
+        changes: dict[str, bool] = {}
+
+        def read(_type: type, value: Any) -> _Read:
+            tool = msgspec.convert(value, _Tool)  # ValidationError: the page is not read
+            hints = tool.annotations
+            repeatable = bool(hints and (hints.read_only_hint or hints.idempotent_hint))
+            if repeatable or tool.name in changes or tool.name in self._repeatable:
+                changes[tool.name] = repeatable
+            return _READ
+
         try:
-            listing = _TOOL_LIST.decode(result)
+            msgspec.json.Decoder(_ToolList, dec_hook=read).decode(result)
         except msgspec.DecodeError:
             return  # not ours to judge here; the caller gets the result as it is
         if first_page:
             self._repeatable.clear()
-        for tool in listing.tools:
-            hints = tool.annotations
-            self._repeatable[tool.name] = bool(
-                hints and (hints.read_only_hint or hints.idempotent_hint)
-            )
+        for name, repeatable in changes.items():
+            if repeatable:
+                self._repeatable.add(name)
+            else:
+                self._repeatable.discard(name)
 
     def repeatable(self, name: object) -> bool:
-        return isinstance(name, str) and self._repeatable.get(name, False)
+        return isinstance(name, str) and name in self._repeatable
 
 
 def safe_to_repeat(method: str, params: Any, hints: ToolHints, opt: bool | None) -> bool:
