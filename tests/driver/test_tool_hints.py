@@ -53,4 +53,5 @@ def test_a_page_that_does_not_fit_changes_nothing() -> None:
         msgspec.Raw(b"[]"),
     ):
         hints.learn(bad, first_page=True)
-        assert hints.repeatable("a") and not hints.repeatable("x")
+        assert hints.repeatable("a")
+        assert not hints.repeatable("x")
