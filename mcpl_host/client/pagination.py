@@ -10,13 +10,14 @@ What one listing may collect is bounded in total, across its pages: ``max_list_i
 items and ``max_list_bytes`` bytes of page JSON (:class:`ListLimits`, options of
 :class:`~mcpl_host.Connection`). Each page is checked as it arrives, before its items are
 decoded, so a server cannot make the host hold more than the bounds by sending one huge
-page of tiny items: the items of a page are counted (allocating nothing per item that
-outlives the count) before they are split.
+page of tiny items: the items of a page are counted, each skipped as it is read, before
+they are split. Every item must be a JSON object (MCP's lists hold nothing else).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Final, Protocol
@@ -188,9 +189,9 @@ async def collect_raw(
         listed = page.items
         if isinstance(listed, UnsetType):
             raise _no_list(method, key, page_number, server)
-        if not _fits(listed, limits.items - len(items)):
-            raise _too_many(method, limits, server)
         try:
+            if not _fits(listed, limits.items - len(items)):
+                raise _too_many(method, limits, server)
             items.extend(_ITEMS.decode(listed))
         except msgspec.DecodeError:
             raise _no_list(method, key, page_number, server) from None
@@ -219,7 +220,7 @@ async def collect_raw(
 
 
 def _no_list(method: str, key: str, number: int, server: str | None) -> ProtocolError:
-    return ProtocolError(f"page {number} of {method} has no {key!r} list", server=server)
+    return ProtocolError(f"page {number} of {method} has no {key!r} list of objects", server=server)
 
 
 def _too_many(method: str, limits: ListLimits, server: str | None) -> LimitExceeded:
@@ -249,40 +250,42 @@ def _page_decoder(key: str) -> msgspec.json.Decoder[_Page]:
     return msgspec.json.Decoder(page)
 
 
-class _Counted:
-    """One item, counted and dropped (see :func:`_fits`)."""
-
-
-_COUNTED: Final = _Counted()
-
-
 class _PastBound(Exception):
     pass
 
 
-def _fits(listed: Raw, room: int) -> bool:
-    """Whether the JSON array ``listed`` holds at most ``room`` elements, found without
-    keeping anything per element: each one is decoded, counted and dropped at once, and
-    the count stops one past ``room``. A value that is not an array "fits" (the caller's
-    own decode reports it)."""
-    # An array of n elements is at least 2n + 1 bytes long: a short one cannot be too long.
-    if (len(listed) - 1) // 2 <= room:
-        return True
-    counted = 0
+# How many more items the count under way may see (see _fits).
+_ROOM: Final[ContextVar[list[int]]] = ContextVar("mcpl_host_list_room")
 
-    def count(_type: type, _value: Any) -> _Counted:
-        nonlocal counted
-        counted += 1
-        if counted > room:
+
+class _Item(msgspec.Struct, gc=False):
+    """One listed item, counted: every member skipped unread, nothing kept."""
+
+    def __post_init__(self) -> None:
+        room = _ROOM.get()
+        room[0] -= 1
+        if room[0] < 0:
             raise _PastBound
-        return _COUNTED
 
+
+_COUNT: Final = msgspec.json.Decoder(list[_Item])
+
+
+def _fits(listed: Raw, room: int) -> bool:
+    """Whether the JSON array ``listed`` holds at most ``room`` items. Each item is
+    skipped as it is read (no member is decoded, so one huge item costs nothing) and
+    the count stops one past ``room``.
+
+    Raises ``msgspec.ValidationError`` when ``listed`` is not an array of objects:
+    every MCP list item is an object, and only objects can be counted this cheaply.
+    """
+    token = _ROOM.set([room])
     try:
-        msgspec.json.Decoder(list[_Counted], dec_hook=count).decode(listed)
+        _COUNT.decode(listed)
     except _PastBound:
         return False
-    except msgspec.DecodeError:
-        pass
+    finally:
+        _ROOM.reset(token)
     return True
 
 

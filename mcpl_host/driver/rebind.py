@@ -15,11 +15,12 @@ still sent: the server never saw it).
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any, Final
 
 import msgspec
 
-__all__ = ["ToolHints", "safe_to_repeat"]
+__all__ = ["MAX_HINTED_TOOLS", "ToolHints", "safe_to_repeat"]
 
 _SAFE_SEGMENTS: Final = frozenset({"list", "read", "get", "complete"})
 
@@ -32,56 +33,64 @@ class _Hints(msgspec.Struct, rename="camel"):
     idempotent_hint: bool | None = None
 
 
-class _Tool(msgspec.Struct):
-    """Just what the rule reads of a listed tool."""
+# A page of more tools than this is not read for hints (its tools stay not repeatable):
+# far past any real server's list (the client refuses a listing past 100,000 items by
+# default), it bounds what one page's reading holds.
+MAX_HINTED_TOOLS: Final = 100_000
+
+
+class _TooMany(Exception):
+    pass
+
+
+# How many more tools the page being read may hold (see ToolHints.learn).
+_ROOM: Final[ContextVar[list[int]]] = ContextVar("mcpl_host_hint_room")
+
+
+class _Tool(msgspec.Struct, gc=False):
+    """Just what the rule reads of a listed tool (every other member skipped unread)."""
 
     name: str
     annotations: _Hints | None = None
 
-
-class _Read:
-    """A listed tool, once its hints were read (see :meth:`ToolHints.learn`)."""
-
-
-_READ: Final = _Read()
+    def __post_init__(self) -> None:
+        room = _ROOM.get()
+        room[0] -= 1
+        if room[0] < 0:
+            raise _TooMany
 
 
 class _ToolList(msgspec.Struct):
-    tools: list[_Read]
+    tools: list[_Tool]
+
+
+_TOOL_LIST: Final = msgspec.json.Decoder(_ToolList)
 
 
 class ToolHints:
     """Which tools the server last said were read-only or idempotent. Only those names
-    are kept, and a page's tools are read one at a time, nothing kept per tool: a
-    server's huge ``tools/list`` page costs no memory here beyond its hinted names."""
+    are kept: a server's huge ``tools/list`` page costs nothing here once read."""
 
     def __init__(self) -> None:
         self._repeatable: set[str] = set()
 
     def learn(self, result: msgspec.Raw, *, first_page: bool) -> None:
         """Take a ``tools/list`` result; a first page replaces what was known."""
-        # The page's last word on each name that is, or was, repeatable.
-        changes: dict[str, bool] = {}
-
-        def read(_type: type, value: Any) -> _Read:
-            tool = msgspec.convert(value, _Tool)  # ValidationError: the page is not read
-            hints = tool.annotations
-            repeatable = bool(hints and (hints.read_only_hint or hints.idempotent_hint))
-            if repeatable or tool.name in changes or tool.name in self._repeatable:
-                changes[tool.name] = repeatable
-            return _READ
-
+        token = _ROOM.set([MAX_HINTED_TOOLS])
         try:
-            msgspec.json.Decoder(_ToolList, dec_hook=read).decode(result)
-        except msgspec.DecodeError:
+            listing = _TOOL_LIST.decode(result)
+        except (msgspec.DecodeError, _TooMany):
             return  # not ours to judge here; the caller gets the result as it is
+        finally:
+            _ROOM.reset(token)
         if first_page:
             self._repeatable.clear()
-        for name, repeatable in changes.items():
-            if repeatable:
-                self._repeatable.add(name)
+        for tool in listing.tools:
+            hints = tool.annotations
+            if hints and (hints.read_only_hint or hints.idempotent_hint):
+                self._repeatable.add(tool.name)
             else:
-                self._repeatable.discard(name)
+                self._repeatable.discard(tool.name)
 
     def repeatable(self, name: object) -> bool:
         return isinstance(name, str) and name in self._repeatable

@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from mcpl_host.driver.rebind import ToolHints
+from mcpl_host.driver.rebind import MAX_HINTED_TOOLS, ToolHints
 
 
 def page(*tools: Any) -> msgspec.Raw:
@@ -55,3 +55,21 @@ def test_a_page_that_does_not_fit_changes_nothing() -> None:
         hints.learn(bad, first_page=True)
         assert hints.repeatable("a")
         assert not hints.repeatable("x")
+
+
+def test_a_page_of_more_tools_than_the_bound_is_not_read() -> None:
+    hints = ToolHints()
+    hints.learn(page(tool("a", readOnlyHint=True)), first_page=True)
+    many = [
+        {"name": f"t{i}", "annotations": {"readOnlyHint": True}} for i in range(MAX_HINTED_TOOLS)
+    ]
+    hints.learn(
+        page(*many, {"name": "last", "annotations": {"readOnlyHint": True}}), first_page=True
+    )
+    # Like a page that does not fit: what was known stays, nothing of it is learned.
+    assert hints.repeatable("a")
+    assert not hints.repeatable("t0")
+    hints.learn(page(*many), first_page=True)
+    assert hints.repeatable("t0")
+    assert hints.repeatable(f"t{MAX_HINTED_TOOLS - 1}")
+    assert not hints.repeatable("a")
