@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import textwrap
+from collections.abc import Callable
 from typing import Any, Final, TextIO
 
 from ..protocol.redact import Redactor
@@ -94,11 +95,19 @@ class _Writer:
             return text
         return text[: max(width - len(_ELLIPSIS), 0)] + _ELLIPSIS
 
-    def field(self, name: str, value: str) -> None:
-        self.paragraph(name, value, _FIELD_LINES)
+    def field(self, name: str, value: str, paint: Callable[[str], str] | None = None) -> None:
+        self.paragraph(name, value, _FIELD_LINES, paint)
 
-    def paragraph(self, name: str, value: str, max_lines: int = _PARAGRAPH_LINES) -> None:
-        """A long value wrapped under its label, at most ``max_lines`` lines."""
+    def paragraph(
+        self,
+        name: str,
+        value: str,
+        max_lines: int = _PARAGRAPH_LINES,
+        paint: Callable[[str], str] | None = None,
+    ) -> None:
+        """A long value wrapped under its label, at most ``max_lines`` lines, each line
+        painted on its own (a colour code wrapped with the text could be split across
+        two lines, and leave the terminal coloured)."""
         label = f"{name:<13} "
         lines = textwrap.wrap(value, max(self.width - len(label), 20)) or [""]
         if len(lines) > max_lines:
@@ -106,6 +115,8 @@ class _Writer:
                 *lines[: max_lines - 1],
                 self.cut(lines[max_lines - 1] + " " + _ELLIPSIS, self.width),
             ]
+        if paint is not None:
+            lines = [paint(line) for line in lines]
         self.lines.append(self.style.bold(label) + lines[0])
         self.lines.extend(" " * len(label) + line for line in lines[1:])
 
@@ -165,7 +176,7 @@ def _failure(w: _Writer, report: dict[str, Any]) -> None:
     if not code and error.get("kind") in _ANSWERED:
         code = " (no code)"  # the server's error had none; none is made up
     method = f" in {w.safe(error['method'], 200)}" if error.get("method") else ""
-    w.field("failed", w.style.bad(f"{kind}{code}{method}"))
+    w.field("failed", f"{kind}{code}{method}", w.style.bad)
     w.field("message", w.safe(error.get("message", "")))
     if error.get("data") is not None:
         w.field("data", w.safe(error["data"]))

@@ -84,7 +84,7 @@ def test_a_prompt_with_arguments_of_the_wrong_shape_is_still_listed(tmp_path: Pa
             {"name": "p", "arguments": 5},
             {"name": "q", "arguments": [5, {"name": 7, "required": "x"}]},
             {"name": {"x": 1}, "description": ["a"]},
-            5,
+            {},
         ]
     }
     argv = answering(tmp_path, "prompts/list", prompts)
@@ -110,6 +110,15 @@ def test_a_servers_text_never_reaches_the_terminal_raw(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert not _CONTROL.search(done.stdout), done.stdout
     assert "\\u001b" in done.stdout
+
+
+def test_a_list_item_that_is_not_an_object_is_a_protocol_error(tmp_path: Path) -> None:
+    argv = answering(tmp_path, "prompts/list", {"prompts": [{"name": "p"}, 5]})
+    report, done = run_json("connect", "--json", "--", *argv)
+    assert done.returncode == 1
+    assert report["error"]["kind"] == "protocol-error"
+    assert "list of objects" in report["error"]["message"]
+    assert report["error"]["method"] == "prompts/list"
 
 
 FOREVER = """
