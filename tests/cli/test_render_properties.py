@@ -177,3 +177,24 @@ def test_json_writes_any_shape_back_whole_and_redacted(report: dict[str, Any]) -
     assert written.endswith("}\n")
     assert SECRET not in written
     assert json.loads(written) == redacted(report)
+
+
+def test_raw_json_that_is_not_utf_8_is_shown_and_written_with_replacement() -> None:
+    item = msgspec.Raw(b'{"name": "bad\xff", "description": "ok"}')
+    report = {"ok": True, "target": "t", "protocolVersion": "2025-11-25", "tools": [item]}
+    assert "bad\ufffd" in render_connect(report, REDACTOR, Style(False), 80)
+    for redactor in (Redactor(), REDACTOR):  # written as received, and decoded
+        stream = io.StringIO()
+        write_json(report, redactor, stream)
+        assert json.loads(stream.getvalue())["tools"] == [
+            {"name": "bad\ufffd", "description": "ok"}
+        ]
+
+
+def test_an_item_is_written_as_received_only_when_no_secret_can_hide_in_it() -> None:
+    escaped = msgspec.Raw(b'{"a": "\\u0074ok-5ecret-9f2a", "b": "x\\/y"}')
+    plain = msgspec.Raw(b'{"a":   "tok-5ecret-9f2a", "b": "line\\nbreak"}')
+    stream = io.StringIO()
+    write_json({"tools": [escaped, plain]}, REDACTOR, stream)
+    written = json.loads(stream.getvalue())
+    assert written["tools"] == [{"a": "***", "b": "x/y"}, {"a": "***", "b": "line\nbreak"}]
