@@ -160,7 +160,7 @@ async def collect_raw(
     Raises :class:`~mcpl_host.LimitExceeded` (``limit`` ``"max_list_items"`` or
     ``"max_list_bytes"``) as soon as a page would take the list past ``limits``, no
     further page asked for; :class:`~mcpl_host.ProtocolError` when a page is not an
-    object with a ``key`` list, a ``nextCursor`` is not a string, a cursor repeats, or
+    object with a ``key`` list of objects, a ``nextCursor`` is not a string, a cursor repeats, or
     the list runs past ``max_pages`` pages; whatever ``fetch`` raises; and
     ``ValueError`` when ``max_pages`` is less than 1. Never a partial list.
     """
