@@ -12,6 +12,7 @@ from typing import Any, Final
 from ..protocol.errors import (
     ConfigurationError,
     InitializeError,
+    LimitExceeded,
     McplHostError,
     ProtocolError,
     RequestError,
@@ -48,6 +49,7 @@ KINDS: Final[tuple[tuple[type[McplHostError], str], ...]] = (
     (VersionError, "version-rejected"),
     (RequestTimeout, TIMEOUT),
     (ConfigurationError, CONFIG_ERROR),
+    (LimitExceeded, "limit-exceeded"),
     (RequestError, "request-error"),
     (ProtocolError, "protocol-error"),
 )
@@ -96,6 +98,8 @@ def describe_failure(exc: McplHostError, redactor: Redactor) -> dict[str, Any]:
         return error_object(kind, message, method=exc.method, timeout=exc.timeout)
     if isinstance(exc, TransportError):
         return error_object(kind, message, reason=exc.reason)
+    if isinstance(exc, LimitExceeded):
+        return error_object(kind, message, limit=exc.limit, value=exc.value)
     return error_object(kind, message)
 
 

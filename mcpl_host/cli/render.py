@@ -4,6 +4,11 @@ Everything a server wrote is shown through the redactor's ``log_value`` (secrets
 masked, control characters escaped so a server cannot drive the terminal, long text
 cut); table cells are also cut to the terminal's width. Colour only when stdout is a
 terminal and ``NO_COLOR`` is not set (https://no-color.org).
+
+Every renderer is total: a server's value of any JSON shape in any member (a number
+where a list belongs, an object where a string does) is shown as its JSON, never a
+crash. Items and results may still be raw JSON (:mod:`.jsonvalue`); each is decoded
+only when it is shown.
 """
 
 from __future__ import annotations
@@ -12,11 +17,11 @@ import os
 import re
 import shutil
 import textwrap
+from collections.abc import Callable
 from typing import Any, Final, TextIO
 
-import msgspec
-
 from ..protocol.redact import Redactor
+from .jsonvalue import plain, text_of
 
 __all__ = ["Style", "render_call", "render_connect", "render_many", "terminal_width"]
 
@@ -81,20 +86,28 @@ class _Writer:
         self.lines: list[str] = []
 
     def safe(self, value: Any, limit: int = _CELL_LIMIT) -> str:
-        """A server's value on one line: whitespace runs collapsed, redacted, escaped."""
-        text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
-        return self.redactor.log_value(_WHITESPACE.sub(" ", text).strip(), limit)
+        """A server's value (any JSON) on one line: a string as it is, anything else as
+        its JSON; whitespace runs collapsed, redacted, escaped."""
+        return self.redactor.log_value(_WHITESPACE.sub(" ", text_of(value)).strip(), limit)
 
     def cut(self, text: str, width: int) -> str:
         if len(text) <= width:
             return text
         return text[: max(width - len(_ELLIPSIS), 0)] + _ELLIPSIS
 
-    def field(self, name: str, value: str) -> None:
-        self.paragraph(name, value, _FIELD_LINES)
+    def field(self, name: str, value: str, paint: Callable[[str], str] | None = None) -> None:
+        self.paragraph(name, value, _FIELD_LINES, paint)
 
-    def paragraph(self, name: str, value: str, max_lines: int = _PARAGRAPH_LINES) -> None:
-        """A long value wrapped under its label, at most ``max_lines`` lines."""
+    def paragraph(
+        self,
+        name: str,
+        value: str,
+        max_lines: int = _PARAGRAPH_LINES,
+        paint: Callable[[str], str] | None = None,
+    ) -> None:
+        """A long value wrapped under its label, at most ``max_lines`` lines, each line
+        painted on its own (a colour code wrapped with the text could be split across
+        two lines, and leave the terminal coloured)."""
         label = f"{name:<13} "
         lines = textwrap.wrap(value, max(self.width - len(label), 20)) or [""]
         if len(lines) > max_lines:
@@ -102,6 +115,8 @@ class _Writer:
                 *lines[: max_lines - 1],
                 self.cut(lines[max_lines - 1] + " " + _ELLIPSIS, self.width),
             ]
+        if paint is not None:
+            lines = [paint(line) for line in lines]
         self.lines.append(self.style.bold(label) + lines[0])
         self.lines.extend(" " * len(label) + line for line in lines[1:])
 
@@ -117,31 +132,55 @@ class _Writer:
         return "\n".join(self.lines) + "\n"
 
 
+def _object(value: Any) -> dict[str, Any]:
+    value = plain(value)
+    return value if isinstance(value, dict) else {}
+
+
+def _items(value: Any) -> list[Any]:
+    """A member that should hold a list: its items; a lone value of any other kind is
+    one item (shown for what it is); absent or null, none."""
+    value = plain(value)
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
 def _head(w: _Writer, report: dict[str, Any]) -> None:
-    info = report.get("serverInfo") or {}
     if report.get("protocolVersion") is not None:
-        name = w.safe(info.get("name", "(no name)"), 200)
-        version = w.safe(info.get("version", ""), 64)
-        w.field("server", f"{name} {version}".strip())
-    w.field("target", w.redactor.redact(report.get("target") or "(none)"))
+        info = plain(report.get("serverInfo"))
+        if isinstance(info, dict):
+            name = w.safe(info.get("name", "(no name)"), 200)
+            version = w.safe(info.get("version", ""), 64)
+            w.field("server", f"{name} {version}".strip())
+        else:
+            w.field("server", w.safe(info if info is not None else "(no name)", 200))
+    w.field("target", w.safe(report.get("target") or "(none)"))
     if report.get("protocolVersion") is not None:
         w.field("protocol", w.safe(report["protocolVersion"], 64))
-    timings = report.get("timings_ms")
+    timings = _object(report.get("timings_ms"))
     if timings:
-        w.field("timings", ", ".join(f"{k} {v:.1f} ms" for k, v in timings.items()))
+        w.field("timings", ", ".join(_timing(w, k, v) for k, v in timings.items()))
+
+
+def _timing(w: _Writer, name: str, value: Any) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{w.safe(name, 32)} {value:.1f} ms"
+    return f"{w.safe(name, 32)} {w.safe(value, 32)}"
 
 
 def _failure(w: _Writer, report: dict[str, Any]) -> None:
-    error = report["error"]
-    code = "" if error.get("code") is None else f" {error['code']}"
-    if not code and error["kind"] in _ANSWERED:
+    error = _object(report.get("error"))
+    kind = w.safe(error.get("kind", "?"), 64)
+    code = "" if error.get("code") is None else f" {w.safe(error['code'], 32)}"
+    if not code and error.get("kind") in _ANSWERED:
         code = " (no code)"  # the server's error had none; none is made up
-    method = f" in {error['method']}" if error.get("method") else ""
-    w.field("failed", w.style.bad(f"{error['kind']}{code}{method}"))
+    method = f" in {w.safe(error['method'], 200)}" if error.get("method") else ""
+    w.field("failed", f"{kind}{code}{method}", w.style.bad)
     w.field("message", w.safe(error.get("message", "")))
     if error.get("data") is not None:
         w.field("data", w.safe(error["data"]))
-    for line in report.get("stderr") or []:
+    for line in _items(report.get("stderr")):
         w.field("server stderr", w.safe(line))
 
 
@@ -152,8 +191,12 @@ def render_connect(report: dict[str, Any], redactor: Redactor, style: Style, wid
     if not report.get("ok"):
         _failure(w, report)
         return w.text()
-    capabilities = report.get("capabilities") or {}
-    w.field("capabilities", ", ".join(w.safe(k, 64) for k in sorted(capabilities)) or "(none)")
+    capabilities = plain(report.get("capabilities")) or {}
+    if isinstance(capabilities, dict):
+        shown = ", ".join(w.safe(k, 64) for k in sorted(capabilities, key=text_of))
+    else:
+        shown = w.safe(capabilities)
+    w.field("capabilities", shown or "(none)")
     if report.get("instructions"):
         w.paragraph("instructions", w.safe(report["instructions"]))
     for key, heading in _HEADINGS:
@@ -162,31 +205,41 @@ def render_connect(report: dict[str, Any], redactor: Redactor, style: Style, wid
         if items is None:
             w.lines.append(style.bold(heading) + style.dim(" (not advertised)"))
             continue
-        w.lines.append(style.bold(f"{heading} ({len(items)})"))
-        w.table([_row(key, item) for item in items])
+        listed = _items(items)
+        w.lines.append(style.bold(f"{heading} ({len(listed)})"))
+        w.table([_row(key, item) for item in listed])
     w.lines.append("")
     w.lines.append(style.good("ok"))
     return w.text()
 
 
-def _row(key: str, item: Any) -> tuple[str, str]:
+def _row(key: str, item: Any) -> tuple[Any, Any]:
+    """(name, description) of a listed item, each any JSON value (the table shows it)."""
+    item = plain(item)
     if not isinstance(item, dict):
-        return ("?", str(item))
+        return ("?", item)
     description = item.get("description") or item.get("title") or ""
     if key == "tools":
-        return (str(item.get("name", "?")), str(description))
+        return (item.get("name", "?"), description)
     if key == "resources":
-        mime = f" [{item['mimeType']}]" if item.get("mimeType") else ""
-        return (str(item.get("uri", "?")), f"{item.get('name', '')}{mime} {description}")
+        mime = f" [{text_of(item['mimeType'])}]" if item.get("mimeType") else ""
+        return (
+            item.get("uri", "?"),
+            f"{text_of(item.get('name', ''))}{mime} {text_of(description)}",
+        )
     if key == "resourceTemplates":
-        return (str(item.get("uriTemplate", "?")), f"{item.get('name', '')} {description}")
-    arguments = item.get("arguments") or []
-    names = [
-        f"{a.get('name', '?')}{'' if a.get('required') else '?'}"
-        for a in arguments
-        if isinstance(a, dict)
-    ]
-    return (f"{item.get('name', '?')}({', '.join(names)})", str(description))
+        return (
+            item.get("uriTemplate", "?"),
+            f"{text_of(item.get('name', ''))} {text_of(description)}",
+        )
+    names = [_argument(argument) for argument in _items(item.get("arguments"))]
+    return (f"{text_of(item.get('name', '?'))}({', '.join(names)})", description)
+
+
+def _argument(argument: Any) -> str:
+    if not isinstance(argument, dict):
+        return text_of(argument)
+    return f"{text_of(argument.get('name', '?'))}{'' if argument.get('required') else '?'}"
 
 
 def render_call(
@@ -198,42 +251,47 @@ def render_call(
     if not report.get("ok"):
         _failure(w, report)
         return w.text()
-    result = report.get("result")
+    result = plain(report.get("result"))
     w.lines.append("")
     if not isinstance(result, dict):
         w.lines.append(w.safe(result))
     elif method == "tools/call":
-        if result.get("isError"):
+        if result.get("isError") is True:
             w.lines.append(style.bad("the tool reported an error (isError)"))
-        _blocks(w, result.get("content") or [])
+        _blocks(w, _items(result.get("content")))
         if result.get("structuredContent") is not None:
             w.lines.append(style.dim("structured: ") + w.safe(result["structuredContent"]))
     elif method == "resources/read":
-        for item in result.get("contents") or []:
+        for item in _items(result.get("contents")):
             if isinstance(item, dict):
                 mime = f" [{w.safe(item['mimeType'], 64)}]" if item.get("mimeType") else ""
                 w.lines.append(style.bold(w.safe(item.get("uri", "?"), 400)) + mime)
                 _text_or_blob(w, item)
+            else:
+                w.lines.append(style.dim(w.safe(item)))
     else:
         if result.get("description"):
             w.lines.append(style.dim(w.safe(result["description"])))
-        for message in result.get("messages") or []:
+        for message in _items(result.get("messages")):
             if isinstance(message, dict):
                 w.lines.append(style.bold(f"{w.safe(message.get('role', '?'), 32)}:"))
                 _blocks(w, [message.get("content")])
+            else:
+                w.lines.append(style.dim(w.safe(message)))
     return w.text()
 
 
 def _blocks(w: _Writer, blocks: list[Any]) -> None:
     for block in blocks:
-        if isinstance(block, dict) and block.get("type") == "text":
-            _text_or_blob(w, block)
-        elif isinstance(block, dict) and block.get("type") == "resource":
+        if isinstance(block, dict) and block.get("type") == "text" and _text(w, block):
+            continue
+        if isinstance(block, dict) and block.get("type") == "resource":
             resource = block.get("resource")
             if isinstance(resource, dict):
                 w.lines.append(w.style.dim(f"[resource {w.safe(resource.get('uri', '?'), 400)}]"))
                 _text_or_blob(w, resource)
-        elif isinstance(block, dict) and isinstance(block.get("data"), str):
+                continue
+        if isinstance(block, dict) and isinstance(block.get("data"), str):
             mime = w.safe(block.get("mimeType", "?"), 64)
             w.lines.append(
                 w.style.dim(
@@ -246,25 +304,39 @@ def _blocks(w: _Writer, blocks: list[Any]) -> None:
 
 
 def _text_or_blob(w: _Writer, item: dict[str, Any]) -> None:
-    if isinstance(item.get("text"), str):
-        # Line by line: the text keeps its shape, each line escaped on its own.
-        for line in item["text"].splitlines() or [""]:
-            w.lines.append(w.redactor.log_value(line, _LINE_LIMIT))
-    elif isinstance(item.get("blob"), str):
+    if _text(w, item):
+        return
+    if isinstance(item.get("blob"), str):
         w.lines.append(w.style.dim(f"[blob, {len(item['blob'])} characters of base64]"))
+    elif "text" in item or "blob" in item:
+        shown = {k: v for k, v in item.items() if k in ("text", "blob")}
+        w.lines.append(w.style.dim(w.safe(shown)))
+
+
+def _text(w: _Writer, item: dict[str, Any]) -> bool:
+    """Show ``item``'s string ``text`` line by line; False when it has none."""
+    text = item.get("text")
+    if not isinstance(text, str):
+        return False
+    # Line by line: the text keeps its shape, each line escaped on its own.
+    for line in text.splitlines() or [""]:
+        w.lines.append(w.redactor.log_value(line, _LINE_LIMIT))
+    return True
 
 
 def render_many(report: dict[str, Any], redactor: Redactor, style: Style, width: int) -> str:
     """``--all``: each server's connect report under its name, then a summary. Raises
     nothing."""
     parts: list[str] = []
-    servers: dict[str, Any] = report.get("servers") or {}
-    for name, server in servers.items():
+    servers = _object(report.get("servers"))
+    for name, entry in servers.items():
+        server = _object(entry)
         status = style.good("ok") if server.get("ok") else style.bad("failed")
         parts.append(style.bold(f"== {redactor.log_value(name, 64)}: ") + status)
         parts.append(render_connect(server, redactor, style, width))
-    for name, reason in (report.get("skipped") or {}).items():
-        parts.append(style.dim(f"== {redactor.log_value(name, 64)}: skipped ({reason})\n"))
-    failed = sum(1 for server in servers.values() if not server.get("ok"))
+    for name, reason in _object(report.get("skipped")).items():
+        shown = redactor.log_value(text_of(reason), 64)
+        parts.append(style.dim(f"== {redactor.log_value(name, 64)}: skipped ({shown})\n"))
+    failed = sum(1 for server in servers.values() if not _object(server).get("ok"))
     parts.append(f"{len(servers)} servers: {len(servers) - failed} ok, {failed} failed\n")
     return "\n".join(parts)

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
 import trio
+from msgspec import Raw
 
 from .. import __version__
 from ..client.connection import Connection
-from ..client.pagination import collect
+from ..client.pagination import list_raw
 from ..events import Event, StderrLine
 from ..protocol.errors import METHOD_NOT_FOUND, McplHostError, RequestError
 from ..protocol.redact import Redactor
@@ -151,17 +152,19 @@ class _ServerRun:
             **found,
         }
 
-    async def _lists(self, conn: Connection) -> dict[str, list[Any] | None]:
-        """Each list the server advertises, every page of it; None for what it does not."""
+    async def _lists(self, conn: Connection) -> dict[str, list[Raw] | None]:
+        """Each list the server advertises, every page of it, within the connection's
+        total bounds; None for what it does not. Items stay raw JSON (decoded only when
+        shown: docs/client.md)."""
         capabilities = conn.server_capabilities
-        found: dict[str, list[Any] | None] = {}
+        found: dict[str, list[Raw] | None] = {}
         for capability, method, key in LISTS:
             if not isinstance(capabilities.get(capability), dict):
                 found[key] = None
                 continue
             self.method = method
             try:
-                found[key] = await collect(conn, method, key)
+                found[key] = await list_raw(conn, method, key)
             except RequestError as exc:
                 # Many servers that advertise resources never implemented templates
                 # (added to the spec after resources/list): not a failure of the server.
@@ -171,7 +174,7 @@ class _ServerRun:
         self.method = None
         return found
 
-    async def _call(self, conn: Connection, call: Call) -> Any:
+    async def _call(self, conn: Connection, call: Call) -> Raw:
         on_progress = self.settings.on_progress
 
         def progress(done: float, total: float | None, message: str | None) -> None:
@@ -180,9 +183,12 @@ class _ServerRun:
 
         self.method = call.method
         # A timeout's notifications/cancelled is written before the connection closes.
+        # The result stays raw JSON, like the lists.
         if call.method == "tools/call":
-            return await conn.request(call.method, call.params, on_progress=progress)
-        return await conn.request(call.method, call.params)
+            return await conn.request(
+                call.method, call.params, result_type=Raw, on_progress=progress
+            )
+        return await conn.request(call.method, call.params, result_type=Raw)
 
 
 def _failed(

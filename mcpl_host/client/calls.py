@@ -20,7 +20,7 @@ from ..protocol.errors import McplHostError, OutputSchemaError
 from ..protocol.redact import Redactor
 from .cache import ListCache, ListKind
 from .decode import decode_result
-from .pagination import DEFAULT_MAX_PAGES, collect_raw
+from .pagination import DEFAULT_MAX_PAGES, ListLimits, collect_raw
 from .restore import SessionState
 from .schema import UnsupportedSchema
 from .types import (
@@ -66,6 +66,7 @@ class ClientCalls(abc.ABC):
 
     name: str
     redactor: Redactor
+    list_limits: ListLimits  # the most one listing collects, across its pages
     _lists: ListCache
     _session_state: SessionState  # what a new transport is asked for again
 
@@ -82,6 +83,16 @@ class ClientCalls(abc.ABC):
         rebind: bool | None = None,
     ) -> Raw:
         """One request; its result as raw JSON."""
+
+    @property
+    def max_list_items(self) -> int:
+        """The most items one listing collects across its pages (the option)."""
+        return self.list_limits.items
+
+    @property
+    def max_list_bytes(self) -> int:
+        """The most bytes of page JSON one listing collects (the option)."""
+        return self.list_limits.bytes
 
     # -- basics ------------------------------------------------------------------------
 
@@ -207,8 +218,10 @@ class ClientCalls(abc.ABC):
         The list is read once and then served from a cache until the server sends
         ``notifications/resources/list_changed``, the transport is replaced, or
         ``refresh=True``. Pages are followed by cursor; a repeated cursor or more than
-        ``max_pages`` pages raises :class:`~mcpl_host.ProtocolError` (never a partial
-        list). ``timeout`` bounds each page.
+        ``max_pages`` pages raises :class:`~mcpl_host.ProtocolError`, and more items
+        or bytes in all than the connection's ``max_list_items`` or ``max_list_bytes``
+        raises :class:`~mcpl_host.LimitExceeded`, each as soon as the page that shows it
+        arrives (never a partial list, nothing cached). ``timeout`` bounds each page.
         """
         return await self._list(Resource, refresh=refresh, max_pages=max_pages, timeout=timeout)
 
@@ -312,7 +325,13 @@ class ClientCalls(abc.ABC):
             return await self._request_raw(method, params, timeout=timeout)
 
         raws = await collect_raw(
-            fetch, method, key, max_pages=max_pages, server=self.name, safe=self.redactor.log_value
+            fetch,
+            method,
+            key,
+            max_pages=max_pages,
+            limits=self.list_limits,
+            server=self.name,
+            safe=self.redactor.log_value,
         )
         items = [
             decode_result(item, type_, method=method, server=self.name, safe=self._safe)

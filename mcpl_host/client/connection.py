@@ -49,6 +49,7 @@ from .hooks import (
     sampling_handler,
 )
 from .notifications import NotificationRouter
+from .pagination import DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_ITEMS, ListLimits
 from .restore import DEFAULT_MAX_SUBSCRIPTIONS, Restore, SessionState
 from .types import Root
 
@@ -104,15 +105,20 @@ class Connection(Driver, ClientCalls):
         on_wire: Callable[[str, bytes], None] | None = None,
         mcpl: Mcpl | None = None,
         max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
+        max_list_items: int = DEFAULT_MAX_LIST_ITEMS,
+        max_list_bytes: int = DEFAULT_MAX_LIST_BYTES,
     ) -> None:
         """Raises :class:`~mcpl_host.ConfigurationError` for a bad target or allowlist or
-        ``max_subscriptions`` below 1, ``TypeError`` for a root that is neither a Root nor
-        a string.
+        ``max_subscriptions``, ``max_list_items`` or ``max_list_bytes`` below 1,
+        ``TypeError`` for a root that is neither a Root nor a string.
 
         ``reconnect``: without a policy (the default) the connection ends with its
         transport; with one, a lost transport is replaced and pending requests rebound,
         after the new transport is asked again for the resource subscriptions and the
         logging level the server accepted (at most ``max_subscriptions`` URIs).
+        ``max_list_items``, ``max_list_bytes``: the most items, and bytes of page JSON,
+        one listing (``list_tools`` and the other lists) collects across its pages; past
+        either it raises :class:`~mcpl_host.LimitExceeded` and keeps nothing.
         ``mcpl``: speak MCPL with a server that advertises it (docs/mcpl.md): the grant
         patterns and the hooks for the server's MCPL methods.
         ``on_wire(direction, line)``: called with every line read (``"in"``) and written
@@ -120,6 +126,7 @@ class Connection(Driver, ClientCalls):
         (``conn.redactor.log_value``).
         """
         allowlist = validate_allowlist(versions)
+        self.list_limits = ListLimits(items=max_list_items, bytes=max_list_bytes)
         self._roots = None if roots is None else as_roots(roots)
         self._url_elicitation = url_elicitation
         hooks: dict[str, Handler] = {}

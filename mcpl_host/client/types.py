@@ -13,7 +13,7 @@ item of a listed tool, resource, template or prompt, keep theirs.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, TypeAlias, TypeVar
+from typing import Any, Literal, TypeAlias, TypeVar
 
 import msgspec
 from msgspec import Raw
@@ -59,18 +59,24 @@ T = TypeVar("T", bound="WireType")
 LoggingLevel: TypeAlias = Literal[
     "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
 ]
-_RAW_KEY: Final = "_raw"
 
 
-class WireType(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True, dict=True):
-    """Base of every MCP type here. ``dict=True`` lets an instance carry the JSON it was
-    decoded from without making that JSON a field (it is never encoded back)."""
+class _KeepsRaw:
+    """One slot for the JSON a value was decoded from. A slot, not a field (it is never
+    encoded, compared or shown) and not a ``__dict__``: a dict per value cost 184 bytes
+    for each item of a listing, more than most items' own JSON."""
+
+    __slots__ = ("_raw",)
+    _raw: Raw
+
+
+class WireType(_KeepsRaw, msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    """Base of every MCP type here."""
 
     @property
     def raw(self) -> Raw | None:
         """The JSON this value was decoded from; None when built in Python."""
-        raw: Raw | None = self.__dict__.get(_RAW_KEY)
-        return raw
+        return getattr(self, "_raw", None)
 
     @property
     def extra(self) -> dict[str, Any]:
@@ -87,7 +93,7 @@ class WireType(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True,
 
 def keep_raw(value: T, raw: Raw) -> T:
     """Attach the JSON ``value`` was decoded from (see :attr:`WireType.raw`)."""
-    value.__dict__[_RAW_KEY] = raw
+    value._raw = raw
     return value
 
 

@@ -15,11 +15,12 @@ still sent: the server never saw it).
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any, Final
 
 import msgspec
 
-__all__ = ["ToolHints", "safe_to_repeat"]
+__all__ = ["MAX_HINTED_TOOLS", "ToolHints", "safe_to_repeat"]
 
 _SAFE_SEGMENTS: Final = frozenset({"list", "read", "get", "complete"})
 
@@ -32,11 +33,31 @@ class _Hints(msgspec.Struct, rename="camel"):
     idempotent_hint: bool | None = None
 
 
-class _Tool(msgspec.Struct):
-    """Just what the rule reads of a listed tool."""
+# A page of more tools than this is not read for hints (its tools stay not repeatable):
+# far past any real server's list (the client refuses a listing past 100,000 items by
+# default), it bounds what one page's reading holds.
+MAX_HINTED_TOOLS: Final = 100_000
+
+
+class _TooMany(Exception):
+    pass
+
+
+# How many more tools the page being read may hold (see ToolHints.learn).
+_ROOM: Final[ContextVar[list[int]]] = ContextVar("mcpl_host_hint_room")
+
+
+class _Tool(msgspec.Struct, gc=False):
+    """Just what the rule reads of a listed tool (every other member skipped unread)."""
 
     name: str
     annotations: _Hints | None = None
+
+    def __post_init__(self) -> None:
+        room = _ROOM.get()
+        room[0] -= 1
+        if room[0] < 0:
+            raise _TooMany
 
 
 class _ToolList(msgspec.Struct):
@@ -47,27 +68,32 @@ _TOOL_LIST: Final = msgspec.json.Decoder(_ToolList)
 
 
 class ToolHints:
-    """Which tools the server last said were read-only or idempotent."""
+    """Which tools the server last said were read-only or idempotent. Only those names
+    are kept: a server's huge ``tools/list`` page costs nothing here once read."""
 
     def __init__(self) -> None:
-        self._repeatable: dict[str, bool] = {}
+        self._repeatable: set[str] = set()
 
     def learn(self, result: msgspec.Raw, *, first_page: bool) -> None:
         """Take a ``tools/list`` result; a first page replaces what was known."""
+        token = _ROOM.set([MAX_HINTED_TOOLS])
         try:
             listing = _TOOL_LIST.decode(result)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, _TooMany):
             return  # not ours to judge here; the caller gets the result as it is
+        finally:
+            _ROOM.reset(token)
         if first_page:
             self._repeatable.clear()
         for tool in listing.tools:
             hints = tool.annotations
-            self._repeatable[tool.name] = bool(
-                hints and (hints.read_only_hint or hints.idempotent_hint)
-            )
+            if hints and (hints.read_only_hint or hints.idempotent_hint):
+                self._repeatable.add(tool.name)
+            else:
+                self._repeatable.discard(tool.name)
 
     def repeatable(self, name: object) -> bool:
-        return isinstance(name, str) and self._repeatable.get(name, False)
+        return isinstance(name, str) and name in self._repeatable
 
 
 def safe_to_repeat(method: str, params: Any, hints: ToolHints, opt: bool | None) -> bool:

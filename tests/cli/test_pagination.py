@@ -77,10 +77,15 @@ async def test_exactly_max_pages_is_fine(autojump_clock: trio.abc.Clock) -> None
         ({"items": []}, "page 1 of tools/list has no 'tools' list"),
         ({"tools": {"a": 1}}, "page 1 of tools/list has no 'tools' list"),
         ({"tools": [], "nextCursor": 7}, "nextCursor must be a string, not a number"),
+        # Every list item is an object: only objects are counted before they are kept.
+        ({"tools": [_tool("a"), 5]}, "page 1 of tools/list has no 'tools' list of objects"),
+        ({"tools": [[_tool("a")]]}, "page 1 of tools/list has no 'tools' list of objects"),
+        ({"tools": None}, "page 1 of tools/list has no 'tools' list"),
+        ([1, 2], "page 1 of tools/list has no 'tools' list"),
     ],
 )
 async def test_malformed_pages_are_protocol_errors(
-    autojump_clock: trio.abc.Clock, page: dict[str, Any], message: str
+    autojump_clock: trio.abc.Clock, page: Any, message: str
 ) -> None:
     script = Script().handshake()
     script.expect("tools/list").reply(page)
