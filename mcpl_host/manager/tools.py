@@ -83,9 +83,10 @@ async def list_server_tools(
     The error is the request's own (:class:`~mcpl_host.RequestError`,
     :class:`~mcpl_host.RequestTimeout`, :class:`~mcpl_host.ConnectionClosed`) or the
     :class:`~mcpl_host.ProtocolError` of a broken list (a repeated cursor, too many
-    pages, a malformed page). Entries that are not objects with a string ``name`` are
-    left out, and so is a name already listed by this server (``tools/call`` could not
-    tell the two apart), each with a warning.
+    pages, a malformed page, an entry that is not an object) or the
+    :class:`~mcpl_host.LimitExceeded` of one past the connection's list bounds. Objects
+    without a string ``name`` are left out, and so is a name already listed by this
+    server (``tools/call`` could not tell the two apart), each with a warning.
     """
     log = _log.bind(server=conn.name)
     try:
