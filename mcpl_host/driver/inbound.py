@@ -17,7 +17,13 @@ import trio
 from msgspec import UNSET, Raw
 
 from .._log import get_logger
-from ..protocol.batch import BatchAnswers, BatchPlan, BatchRefused, plan_batch
+from ..protocol.batch import (
+    DEFAULT_MAX_BATCH_ENTRIES,
+    BatchAnswers,
+    BatchPlan,
+    BatchRefused,
+    plan_batch,
+)
 from ..protocol.envelope import (
     Batch,
     Classified,
@@ -221,7 +227,8 @@ class Inbound:
             f"the server answered with a JSON-RPC batch, which protocol revision "
             f"{epoch.profile.revision} does not allow"
         )
-        for raw in batch.entries:
+        # At most the cap's worth of entries is decoded: a refused array is never whole.
+        for raw in batch.entries(DEFAULT_MAX_BATCH_ENTRIES) or ():
             entry = classify_entry(raw)
             if type(entry) is not Response or type(entry.id) is not int:
                 continue
