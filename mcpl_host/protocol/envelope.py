@@ -250,44 +250,57 @@ _NOT_INTEGER: Final = _Bad("a number written with a fraction or an exponent", nu
 
 def decode_line(line: bytes) -> Classified | Batch:
     """Classify one framed line. Never raises: every input gets a typed result."""
+    # The common case first: a well-typed object, decoded once.
     try:
-        return _classify_line(line)
+        env = _TYPED_ENTRY.decode(line)
+    except msgspec.ValidationError:
+        # An array (refused at its first byte), another JSON value, or an object with a
+        # member of the wrong type.
+        try:
+            return _classify_other(line)
+        except RecursionError:
+            return NESTED_TOO_DEEP
+        except msgspec.DecodeError:
+            return _decode_repaired(line)
+    except msgspec.DecodeError:
+        return _decode_repaired(line)
     except RecursionError:
         return NESTED_TOO_DEEP
-    except msgspec.DecodeError:
-        repaired = _without_lone_surrogates(line)
-        if repaired is None:
-            return _NOT_JSON
+    return _decide(env.method, env.id, env.jsonrpc == "2.0", env)
+
+
+def _decode_repaired(line: bytes) -> Classified | Batch:
+    """The verdict on a line msgspec refused: read again with its lone surrogates
+    replaced, if it has any; otherwise it is not JSON."""
+    repaired = _without_lone_surrogates(line)
+    if repaired is None:
+        return _NOT_JSON
     try:
-        return _classify_line(repaired)
+        try:
+            env = _TYPED_ENTRY.decode(repaired)
+        except msgspec.ValidationError:
+            return _classify_other(repaired)
+        return _decide(env.method, env.id, env.jsonrpc == "2.0", env)
     except RecursionError:
         return NESTED_TOO_DEEP
     except msgspec.DecodeError:
         return _NOT_JSON
 
 
-def _classify_line(line: bytes) -> Classified | Batch:
-    """The line's classification; raises ``msgspec.DecodeError`` when it is not JSON (or
-    not UTF-8 where the envelope reads) and ``RecursionError`` when it nests too deep."""
+def _classify_other(line: bytes) -> Classified | Batch:
+    """A line the typed pass refused; raises ``msgspec.DecodeError`` when it is not JSON
+    (or not UTF-8 where the envelope reads) and ``RecursionError`` when it nests too deep."""
     first = line[:1]
-    if first != b"{" and (first == b"[" or _ARRAY_START.match(line)):
+    if first == b"[" or (first != b"{" and _ARRAY_START.match(line)):
         _ARRAY.decode(line)
         return Batch(line)
-    try:
-        env = _TYPED_ENTRY.decode(line)
-    except msgspec.ValidationError:
-        return _classify_untyped(line)
-    return _decide(env.method, env.id, env.jsonrpc == "2.0", env)
-
-
-def _classify_untyped(text: bytes | Raw) -> Classified:
     # The typed pass stopped at a member of the wrong type, before it could see whether
-    # the rest of the text is JSON at all; this pass judges the whole text.
+    # the rest of the line is JSON at all; this pass judges the whole line.
     try:
-        env = _UNTYPED_ENTRY.decode(text)
+        env = _UNTYPED_ENTRY.decode(line)
     except msgspec.ValidationError:
-        _JSON_TEXT.decode(text)  # not an object: JSON of another kind, or not JSON
-        return Ignored(f"JSON that is not an object or an array: {_kind_of_value(text)}")
+        _JSON_TEXT.decode(line)  # not an object: JSON of another kind, or not JSON
+        return Ignored(f"JSON that is not an object or an array: {_kind_of_value(line)}")
     return _from_untyped(env)
 
 
