@@ -170,7 +170,7 @@ def test_invalid_utf8_inside_a_result_leaves_the_response_matched() -> None:
 
 def test_an_error_member_with_invalid_utf8_is_described_not_shown_as_null() -> None:
     item = decode_line(b'{"jsonrpc":"2.0","id":0,"error":{"code":-1,"message":"\xff"}}')
-    step = _handshake().receive(item)  # type: ignore[arg-type]
+    step = _handshake().receive(item)
     assert isinstance(step, Failed)
     assert isinstance(step.error, InitializeError)
     assert step.error.code is None
