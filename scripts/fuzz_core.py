@@ -550,11 +550,12 @@ class LineCoverage:
     def run(self, action: Callable[[], None]) -> bool:
         """Run ``action`` traced; True when it reached a pair never seen before."""
         self._new = False
+        previous = sys.gettrace()  # a coverage tool's tracer, say: given back after
         sys.settrace(self._global)
         try:
             action()
         finally:
-            sys.settrace(None)
+            sys.settrace(previous)
             self._last.clear()
         return self._new
 
