@@ -32,6 +32,7 @@ from ..driver.reconnect import Reconnect
 from ..driver.responder import Handler, ServerRequest
 from ..events import EventCallback, RestoreFailed
 from ..mcpl.host import Mcpl
+from ..protocol.batch import DEFAULT_MAX_BATCH_ENTRIES
 from ..protocol.capabilities import client_capabilities
 from ..protocol.errors import ConnectionClosed, McplHostError, RequestError
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
@@ -99,6 +100,7 @@ class Connection(Driver, ClientCalls):
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
         max_owed_answers: int = DEFAULT_MAX_OWED_ANSWERS,
+        max_batch_entries: int = DEFAULT_MAX_BATCH_ENTRIES,
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         secrets: tuple[str, ...] = (),
         reconnect: Reconnect | None = None,
@@ -159,6 +161,7 @@ class Connection(Driver, ClientCalls):
             max_message_bytes=max_message_bytes,
             max_server_requests=max_server_requests,
             max_owed_answers=max_owed_answers,
+            max_batch_entries=max_batch_entries,
             write_timeout=write_timeout,
             secrets=secrets,
             reconnect=reconnect,

@@ -83,7 +83,7 @@ def _decode(raw: Raw, type_: type[T], context: _Context) -> T:
     except msgspec.ValidationError as exc:
         # The fast path failed; it may only be a content block of an unknown type.
         value = _lenient(raw, type_, context, exc)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deep
         raise context.error(raw, exc) from None
     return keep_raw(value, raw)
 
@@ -103,7 +103,7 @@ def _lenient(raw: Raw, type_: type[T], context: _Context, first: msgspec.Validat
             messages = members.pop("messages", None)
             result = msgspec.convert(members | {"messages": []}, GetPromptResult)
             result.messages = [_message(m) for m in _array(messages)]
-    except msgspec.ValidationError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
         raise context.error(raw, exc) from None
     value: T = result
     return value

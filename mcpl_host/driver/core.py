@@ -40,6 +40,7 @@ from ..events import (
     StderrLine,
 )
 from ..mcpl.host import Mcpl
+from ..protocol.batch import DEFAULT_MAX_BATCH_ENTRIES, MAX_BATCH_ENTRIES_CEILING
 from ..protocol.errors import (
     ConfigurationError,
     ConnectionClosed,
@@ -109,6 +110,7 @@ class Driver(OwnsNursery):
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
         max_owed_answers: int = DEFAULT_MAX_OWED_ANSWERS,
+        max_batch_entries: int = DEFAULT_MAX_BATCH_ENTRIES,
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         secrets: tuple[str, ...] = (),
         reconnect: Reconnect | None = None,
@@ -138,6 +140,10 @@ class Driver(OwnsNursery):
         self.max_server_requests = max_server_requests
         if max_owed_answers < 1:
             raise ConfigurationError("max_owed_answers must be at least 1")
+        if not 1 <= max_batch_entries <= MAX_BATCH_ENTRIES_CEILING:
+            raise ConfigurationError(
+                f"max_batch_entries must be between 1 and {MAX_BATCH_ENTRIES_CEILING}"
+            )
         if not write_timeout > 0:
             raise ConfigurationError("write_timeout must be positive")
         self.max_owed_answers = max_owed_answers
@@ -172,6 +178,7 @@ class Driver(OwnsNursery):
             max_message_bytes=max_message_bytes,
             max_server_requests=max_server_requests,
             max_owed_answers=max_owed_answers,
+            max_batch_entries=max_batch_entries,
             log_budget=self._log_budget,
             spawn=self._spawn,
             on_notification=self._on_notification,

@@ -73,6 +73,7 @@ class Inbound:
         max_message_bytes: int,
         max_server_requests: int,
         max_owed_answers: int,
+        max_batch_entries: int,
         log_budget: PeerLogBudget,
         spawn: Callable[..., None],
         on_notification: Callable[[str, Raw | None], None],
@@ -90,6 +91,7 @@ class Inbound:
         self.max_message_bytes = max_message_bytes
         self.max_server_requests = max_server_requests
         self.max_owed_answers = max_owed_answers
+        self.max_batch_entries = max_batch_entries
         self._spawn = spawn
         self._notify = on_notification
         self._on_lost = on_lost
@@ -216,7 +218,7 @@ class Inbound:
             self.mcpl.bind(epoch, step.result.capabilities)
 
     def _on_batch(self, epoch: Epoch, batch: Batch) -> None:
-        plan = plan_batch(batch, epoch.profile)
+        plan = plan_batch(batch, epoch.profile, self.max_batch_entries)
         if isinstance(plan, Ignored):
             epoch.log.info("message", direction="in", outcome=Outcome.IGNORED, reason=plan.reason)
             return
@@ -244,7 +246,8 @@ class Inbound:
             f"the server answered with a JSON-RPC batch, which protocol revision "
             f"{epoch.profile.revision} does not allow"
         )
-        for raw in batch.entries:
+        # At most the cap's worth of entries is decoded: a refused array is never whole.
+        for raw in batch.entries(self.max_batch_entries) or ():
             entry = classify_entry(raw)
             if type(entry) is not Response or type(entry.id) is not int:
                 continue
@@ -396,7 +399,8 @@ class Inbound:
                     data = UNSET if exc.data is None else exc.data
                     code = INTERNAL_ERROR if exc.code is None else exc.code
                     await self._fail_request(epoch, responder, code, exc.error_message, data)
-                except msgspec.ValidationError as exc:
+                # Params that do not fit, are not UTF-8, or nest past the decoder's depth.
+                except (msgspec.DecodeError, RecursionError) as exc:
                     await self._fail_request(
                         epoch,
                         responder,

@@ -168,7 +168,7 @@ class Outbound:
             return result
         try:
             return result_decoder(result_type).decode(result)
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:  # past the decoder's depth
             raise ProtocolError(
                 f"the result of {method!r} does not fit: {self.redactor.log_value(str(exc))}",
                 server=self.server,

@@ -25,6 +25,7 @@ from ..driver.lifetime import OwnsNursery
 from ..driver.reconnect import Reconnect
 from ..driver.responder import Handler
 from ..events import EventCallback
+from ..protocol.batch import DEFAULT_MAX_BATCH_ENTRIES
 from ..protocol.errors import ConfigurationError, McplHostError
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.profiles import validate_allowlist
@@ -82,6 +83,7 @@ class ConnectionManager(OwnsNursery):
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
         max_owed_answers: int = DEFAULT_MAX_OWED_ANSWERS,
+        max_batch_entries: int = DEFAULT_MAX_BATCH_ENTRIES,
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         secrets: tuple[str, ...] = (),
         on_event: ManagerEventCallback | None = None,
@@ -113,6 +115,7 @@ class ConnectionManager(OwnsNursery):
             max_message_bytes=max_message_bytes,
             max_server_requests=max_server_requests,
             max_owed_answers=max_owed_answers,
+            max_batch_entries=max_batch_entries,
             write_timeout=write_timeout,
             secrets=secrets,
             reconnect=reconnect,

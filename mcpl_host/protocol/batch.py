@@ -8,8 +8,16 @@
 | empty | one -32600 | refused |
 | invalid entry | -32600 for that entry only | refused |
 | ``initialize`` request | -32600 for that entry only | refused |
+| more than ``max_entries`` entries | one -32600, id null, no entry handled | refused |
 
-Before a revision is negotiated an array is ignored.
+Before a revision is negotiated an array is ignored. Entries are decoded only when the
+profile takes batches, and never more than ``max_entries`` + 1 of them, so a refused
+array costs its line, not an object per entry.
+
+The answers to one batch are bounded: at most ``max_entries`` of them, and an invalid
+entry's answer is a fixed text plus the id it echoes, whose bytes come from the entry
+itself; so the core's part of the answer line is at most the line's length plus
+``max_entries`` × :data:`ANSWER_BYTES_PER_ENTRY`.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from typing import Final
 import msgspec
 
 from .envelope import (
+    NESTED_TOO_DEEP,
     Batch,
     Classified,
     Ignored,
@@ -31,7 +40,26 @@ from .errors import INVALID_REQUEST
 from .messages import ErrorAnswer, ResultAnswer, encode_batch, error_answer
 from .profiles import Profile
 
-__all__ = ["BatchAnswers", "BatchPlan", "BatchRefused", "plan_batch"]
+__all__ = [
+    "ANSWER_BYTES_PER_ENTRY",
+    "DEFAULT_MAX_BATCH_ENTRIES",
+    "MAX_BATCH_ENTRIES_CEILING",
+    "BatchAnswers",
+    "BatchPlan",
+    "BatchRefused",
+    "plan_batch",
+]
+
+DEFAULT_MAX_BATCH_ENTRIES: Final = 1000
+"""The most entries one inbound batch may have; past it the whole batch is refused."""
+
+MAX_BATCH_ENTRIES_CEILING: Final = 100_000
+"""The largest ``max_entries`` accepted: the entry decoder holds ``max_entries`` + 1
+slots, built once per value (about 0.4 s and 1 MB at the ceiling) and filled per batch."""
+
+ANSWER_BYTES_PER_ENTRY: Final = 256
+"""The most bytes an invalid entry's -32600 answer (with its separator) takes beyond
+the bytes of the entry itself; tests/protocol/test_batch_limits.py checks the longest."""
 
 
 class BatchRefused(msgspec.Struct, frozen=True, gc=False):
@@ -56,8 +84,18 @@ _BEFORE_NEGOTIATION: Final = Ignored("a batch before a protocol revision was neg
 _INITIALIZE_BATCHED: Final = ("initialize must not be part of a batch",)
 
 
-def plan_batch(batch: Batch, profile: Profile | None) -> BatchPlan | BatchRefused | Ignored:
-    """Decide what an inbound array means under ``profile`` (None: not negotiated yet)."""
+def plan_batch(
+    batch: Batch, profile: Profile | None, max_entries: int = DEFAULT_MAX_BATCH_ENTRIES
+) -> BatchPlan | BatchRefused | Ignored:
+    """Decide what an inbound array means under ``profile`` (None: not negotiated yet).
+
+    Never raises on peer input. Raises ``ValueError`` when ``max_entries`` is outside
+    1 to :data:`MAX_BATCH_ENTRIES_CEILING` (a configuration error, checked first).
+    """
+    if not 1 <= max_entries <= MAX_BATCH_ENTRIES_CEILING:
+        raise ValueError(
+            f"max_entries must be between 1 and {MAX_BATCH_ENTRIES_CEILING}, not {max_entries}"
+        )
     if profile is None:
         return _BEFORE_NEGOTIATION
     if not profile.accepts_batches:
@@ -70,12 +108,21 @@ def plan_batch(batch: Batch, profile: Profile | None) -> BatchPlan | BatchRefuse
             ),
             Outcome.REFUSED_BY_PROFILE,
         )
-    if not batch.entries:
-        return BatchRefused(
-            error_answer(None, INVALID_REQUEST, "Invalid Request: the batch is empty"),
-            Outcome.ANSWERED_INVALID,
+    entries = batch.entries(max_entries)
+    if entries is None:
+        return _invalid(NESTED_TOO_DEEP.message)
+    if not entries:
+        return _invalid("Invalid Request: the batch is empty")
+    if len(entries) > max_entries:
+        return _invalid(
+            f"Invalid Request: the batch has more than {max_entries} entries, "
+            "the most this host takes in one batch"
         )
-    return BatchPlan(tuple(_entry(raw) for raw in batch.entries))
+    return BatchPlan(tuple(_entry(raw) for raw in entries))
+
+
+def _invalid(message: str) -> BatchRefused:
+    return BatchRefused(error_answer(None, INVALID_REQUEST, message), Outcome.ANSWERED_INVALID)
 
 
 def _entry(raw: msgspec.Raw) -> Classified:

@@ -16,19 +16,27 @@ msgspec decodes a line once, with ``params``, ``result`` and ``error`` kept raw.
 typed decode is the fast path; when it fails (a value of the wrong type somewhere in the
 envelope) the same line is decoded with every member raw and the faults are named from
 the wire tokens. Both paths feed the same rule, :func:`_decide`.
+
+No input makes :func:`decode_line` or :func:`classify_entry` raise (docs/protocol.md,
+"What the core does with hostile input"): a lone surrogate escape is read as U+FFFD,
+invalid UTF-8 in a member the envelope reads makes the line not JSON, a number id too
+long to be safe is judged by its length, and nesting deeper than the decoder follows
+is an invalid request with id null. An array is kept as its text (:class:`Batch`).
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import re
-from typing import Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 __all__ = [
     "MAX_SAFE_INTEGER",
+    "NESTED_TOO_DEEP",
     "Batch",
     "Classified",
     "Ignored",
@@ -115,12 +123,41 @@ class Ignored(msgspec.Struct, frozen=True, gc=False):
 
 
 class Batch(msgspec.Struct, frozen=True, gc=False):
-    """A JSON array on one line; its entries are judged by :mod:`.batch`."""
+    """A JSON array on one line, kept as its text; :mod:`.batch` judges its entries.
 
-    entries: tuple[Raw, ...]
+    Nothing of the array is decoded until :meth:`entries` is asked for a bounded number
+    of them, so an array the host refuses (a revision without batches, more entries than
+    the cap) costs its line and no object per entry.
+    """
+
+    line: bytes
+
+    def entries(self, limit: int) -> tuple[Raw, ...] | None:
+        """The array's entries, each as its JSON text, ``limit`` + 1 of them at most.
+
+        A result longer than ``limit`` says the array has more than ``limit`` entries;
+        nothing past the first ``limit`` + 1 was decoded. None when the array cannot be
+        read (it nests deeper than the decoder follows here, or it is not a JSON array).
+        Raises ``ValueError`` for a negative ``limit``.
+        """
+        if limit < 0:
+            raise ValueError("limit must not be negative")
+        try:
+            held = _entries_decoder(limit).decode(self.line)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        entries: tuple[Any, ...] = msgspec.structs.astuple(held)
+        try:
+            return entries[: entries.index(None)]
+        except ValueError:  # every slot filled: limit + 1 entries or more
+            return entries
 
 
 Classified: TypeAlias = Request | Notification | Response | InvalidRequest | Ignored
+
+NESTED_TOO_DEEP: Final = InvalidRequest(("the message nests arrays and objects too deeply",), None)
+"""A line (or entry) nested deeper than msgspec follows: its members cannot be read, so
+it is answered -32600 with id null, like any request whose id cannot be read."""
 
 
 # -- decoding ---------------------------------------------------------------------------
@@ -150,13 +187,47 @@ class _Untyped(msgspec.Struct, gc=False):
     error: Raw = _EMPTY
 
 
-_TYPED_LINE: Final = msgspec.json.Decoder(_Typed | list[Raw])
-_UNTYPED_LINE: Final = msgspec.json.Decoder(_Untyped | list[Raw])
+class _SkipArray(msgspec.Struct, array_like=True, gc=False):
+    """An array with no fields: msgspec skips every element, checking the syntax and
+    building nothing, so a line is known to be a JSON array at the cost of its bytes."""
+
+
 _TYPED_ENTRY: Final = msgspec.json.Decoder(_Typed)
 _UNTYPED_ENTRY: Final = msgspec.json.Decoder(_Untyped)
+_ARRAY: Final = msgspec.json.Decoder(_SkipArray)
+_JSON_TEXT: Final = msgspec.json.Decoder(Raw)  # syntax only: a value is skipped, not built
 _STR: Final = msgspec.json.Decoder(str)
-_ANY: Final = msgspec.json.Decoder()
+_ARRAY_START: Final = re.compile(rb"[ \t\r\n]*\[")
 _INTEGER_TOKEN: Final = re.compile(rb"-?(?:0|[1-9][0-9]*)")
+# "-" and 16 digits: the longest token a safe integer can have (2^53 - 1 has 16 digits,
+# and the token regex allows no leading zero). A longer one is never converted: int()
+# refuses more than 4,300 digits, and converting is quadratic below that.
+_SAFE_TOKEN_LENGTH: Final = 17
+_NOT_JSON: Final = Ignored("not JSON")
+
+# A lone surrogate escape (\ud800 with no low half after it, or a low half with no high
+# half before it) is valid JSON grammar that msgspec refuses as a whole line. It is read
+# as U+FFFD instead: escaped backslashes are hidden first (NUL, which valid JSON text
+# never holds raw), so "\\ud800" (a backslash, then the letters) is never touched.
+_SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE: Final = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
+@functools.lru_cache(maxsize=8)
+def _entries_decoder(limit: int) -> msgspec.json.Decoder[Any]:
+    """A decoder that keeps an array's first ``limit`` + 1 entries and skips the rest.
+
+    An array-like struct of ``limit`` + 1 raw fields: msgspec fills them in order and
+    skips any further element without building it (a checked ``max_length`` on a list
+    is only tested once the whole list is built). None, never a JSON value, marks an
+    unfilled slot. Built once per limit (about 4 ms for 1,000).
+    """
+    fields = [(f"e{index}", Raw, None) for index in range(limit + 1)]
+    held = msgspec.defstruct("_Entries", fields, array_like=True, gc=False)
+    return msgspec.json.Decoder(held)
 
 
 class _Bad:
@@ -179,39 +250,83 @@ _NOT_INTEGER: Final = _Bad("a number written with a fraction or an exponent", nu
 
 def decode_line(line: bytes) -> Classified | Batch:
     """Classify one framed line. Never raises: every input gets a typed result."""
+    # The common case first: a well-typed object, decoded once.
     try:
-        value = _TYPED_LINE.decode(line)
+        env = _TYPED_ENTRY.decode(line)
     except msgspec.ValidationError:
-        return _decode_untyped_line(line)
+        # An array (refused at its first byte), another JSON value, or an object with a
+        # member of the wrong type.
+        try:
+            return _classify_other(line)
+        except RecursionError:
+            return NESTED_TOO_DEEP
+        except msgspec.DecodeError:
+            return _decode_repaired(line)
     except msgspec.DecodeError:
-        return Ignored("not JSON")
-    if type(value) is list:
-        return Batch(tuple(value))
-    assert type(value) is _Typed
-    return _decide(value.method, value.id, value.jsonrpc == "2.0", value)
+        return _decode_repaired(line)
+    except RecursionError:
+        return NESTED_TOO_DEEP
+    return _decide(env.method, env.id, env.jsonrpc == "2.0", env)
 
 
-def _decode_untyped_line(line: bytes) -> Classified | Batch:
+def _decode_repaired(line: bytes) -> Classified | Batch:
+    """The verdict on a line msgspec refused: read again with its lone surrogates
+    replaced, if it has any; otherwise it is not JSON."""
+    repaired = _without_lone_surrogates(line)
+    if repaired is None:
+        return _NOT_JSON
+    try:
+        try:
+            env = _TYPED_ENTRY.decode(repaired)
+        except msgspec.ValidationError:
+            return _classify_other(repaired)
+        return _decide(env.method, env.id, env.jsonrpc == "2.0", env)
+    except RecursionError:
+        return NESTED_TOO_DEEP
+    except msgspec.DecodeError:
+        return _NOT_JSON
+
+
+def _classify_other(line: bytes) -> Classified | Batch:
+    """A line the typed pass refused; raises ``msgspec.DecodeError`` when it is not JSON
+    (or not UTF-8 where the envelope reads) and ``RecursionError`` when it nests too deep."""
+    first = line[:1]
+    if first == b"[" or (first != b"{" and _ARRAY_START.match(line)):
+        _ARRAY.decode(line)
+        return Batch(line)
     # The typed pass stopped at a member of the wrong type, before it could see whether
     # the rest of the line is JSON at all; this pass judges the whole line.
     try:
-        value = _UNTYPED_LINE.decode(line)
+        env = _UNTYPED_ENTRY.decode(line)
     except msgspec.ValidationError:
-        try:
-            _ANY.decode(line)
-        except msgspec.DecodeError:
-            return Ignored("not JSON")
+        _JSON_TEXT.decode(line)  # not an object: JSON of another kind, or not JSON
         return Ignored(f"JSON that is not an object or an array: {_kind_of_value(line)}")
-    except msgspec.DecodeError:
-        return Ignored("not JSON")
-    if type(value) is list:  # pragma: no cover - the typed pass accepts every array
-        return Batch(tuple(value))
-    assert type(value) is _Untyped
-    return _from_untyped(value)
+    return _from_untyped(env)
 
 
 def classify_entry(entry: bytes | Raw) -> Classified:
-    """Classify one batch entry (already-parsed JSON text) by the same rule as a line."""
+    """Classify one batch entry (already-parsed JSON text) by the same rule as a line.
+
+    Never raises: text that is not JSON (or not UTF-8 where the envelope reads) is
+    ``Ignored("not JSON")``, nesting too deep is :data:`NESTED_TOO_DEEP`.
+    """
+    try:
+        return _classify_entry(entry)
+    except RecursionError:
+        return NESTED_TOO_DEEP
+    except msgspec.DecodeError:
+        repaired = _without_lone_surrogates(bytes(entry))
+        if repaired is None:
+            return _NOT_JSON
+    try:
+        return _classify_entry(repaired)
+    except RecursionError:
+        return NESTED_TOO_DEEP
+    except msgspec.DecodeError:
+        return _NOT_JSON
+
+
+def _classify_entry(entry: bytes | Raw) -> Classified:
     try:
         return _from_typed(_TYPED_ENTRY.decode(entry))
     except msgspec.ValidationError:
@@ -220,6 +335,18 @@ def classify_entry(entry: bytes | Raw) -> Classified:
         return _from_untyped(_UNTYPED_ENTRY.decode(entry))
     except msgspec.ValidationError:
         return Ignored(f"not an object: {_kind_of_value(entry)}")
+
+
+def _without_lone_surrogates(text: bytes) -> bytes | None:
+    """``text`` with each lone surrogate escape written ``\\ufffd`` (same length), or None
+    when it has none, so decoding it again could change nothing."""
+    if b"\x00" in text or not _SURROGATE_ESCAPE.search(text):
+        return None
+    hidden = text.replace(b"\\\\", b"\x00")
+    repaired, count = _LONE_SURROGATE.subn(rb"\\ufffd", hidden)
+    if not count:
+        return None
+    return repaired.replace(b"\x00", b"\\\\")
 
 
 def _from_typed(env: _Typed) -> Classified:
@@ -294,12 +421,17 @@ def _read_id(raw: Raw) -> RequestId | _Bad:
     if first == b"n":
         return None
     if _INTEGER_TOKEN.fullmatch(token):
+        if len(token) > _SAFE_TOKEN_LENGTH:
+            return _UNSAFE_INTEGER
         return int(token)  # exact: the range check happens in _decide
     kind = _kind_of_value(raw)
     return _NOT_INTEGER if kind == "a number" else _Bad(kind)
 
 
 def _read_str(raw: Raw) -> str | _Bad:
+    """A string member, or what kind of value it is instead. Raises
+    ``msgspec.DecodeError`` for a string that is not UTF-8: then the text is not JSON,
+    as the typed pass finds when it reads that member first."""
     try:
         return _STR.decode(raw)
     except msgspec.ValidationError:

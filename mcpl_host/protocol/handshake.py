@@ -201,6 +201,9 @@ class Handshake:
                     f"the initialize result is malformed: {self._redactor.log_value(str(exc))}"
                 )
             )
+        except RecursionError:
+            # The envelope skipped it at a shallower stack; decoding it needs a little more.
+            return self._fail(ProtocolError("the initialize result nests too deeply to decode"))
         chosen = negotiate(self.allowlist, result.protocol_version, self._redactor.log_value)
         if isinstance(chosen, VersionError):
             return self._fail(chosen)
@@ -231,10 +234,15 @@ def describe_error_member(
     """
     value: Any = None
     if error is not None:
+        # The envelope only skipped the member: what it never checks fails here.
         try:
             value = _ANY.decode(error)
-        except msgspec.DecodeError:  # pragma: no cover - the envelope parsed it
-            value = None
+        except msgspec.ValidationError:
+            return None, "(the error member holds a number too long to read)", None
+        except msgspec.DecodeError:
+            return None, "(the error member is not valid JSON: invalid UTF-8)", None
+        except RecursionError:
+            return None, "(the error member nests too deeply to show)", None
     if isinstance(value, dict):
         code = value.get("code")
         message = value.get("message")

@@ -208,8 +208,13 @@ class Redactor:
             if isinstance(value, msgspec.Raw):
                 value = msgspec.json.decode(value)
             text = msgspec.json.encode(value).decode()
+        except RecursionError:  # a peer's value nested deeper than the stack allows
+            text = "(JSON nested too deeply to show)"
         except (msgspec.DecodeError, msgspec.EncodeError, TypeError):
-            text = repr(value)
+            try:
+                text = repr(value)
+            except RecursionError:
+                text = "(a value nested too deeply to show)"
         return self.log_value(text, limit)
 
     def fields(self, **values: object) -> dict[str, object]:

@@ -16,7 +16,7 @@ import trio
 import trio.testing
 from structlog.testing import capture_logs
 
-from mcpl_host import ConnectionClosed, RequestTimeout
+from mcpl_host import ConnectionClosed, RequestTimeout, ServerRequest
 from mcpl_host.client.connection import Connection
 from mcpl_host.driver import inbound
 from mcpl_host.transports.memory import StreamTransport
@@ -280,3 +280,18 @@ async def test_a_batch_the_reader_answers_itself_is_answered_exactly_once(
         assert [entry["id"] for entry in answer] == ([7, 8] if b'"id":8' in entries else [7])
         with pytest.raises(trio.TooSlowError):
             await peer.recv_line(timeout=5)
+
+
+async def test_params_that_are_not_utf8_are_answered_invalid_params(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    params = b'{"name":"\xff\xfe"}'
+
+    async def handler(request: ServerRequest) -> Any:
+        return request.decode_params(dict)
+
+    async with connected(handlers={"x/decode": handler}) as (_conn, peer, _nursery):
+        await peer.send(b'{"jsonrpc":"2.0","id":3,"method":"x/decode","params":' + params + b"}")
+        answer = msgspec.json.decode(await peer.recv_line())
+        assert answer["id"] == 3
+        assert answer["error"]["code"] == -32602
