@@ -12,6 +12,7 @@ from msgspec import UNSET
 
 from ..client.connection import Connection, TransportFactory
 from ..client.hooks import ElicitationHook, SamplingHook, as_roots
+from ..client.pagination import DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_ITEMS
 from ..client.types import Root
 from ..config import load_config
 from ..driver.core import (
@@ -84,6 +85,8 @@ class ConnectionManager(OwnsNursery):
         max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
         max_owed_answers: int = DEFAULT_MAX_OWED_ANSWERS,
         max_batch_entries: int = DEFAULT_MAX_BATCH_ENTRIES,
+        max_list_items: int = DEFAULT_MAX_LIST_ITEMS,
+        max_list_bytes: int = DEFAULT_MAX_LIST_BYTES,
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         secrets: tuple[str, ...] = (),
         on_event: ManagerEventCallback | None = None,
@@ -116,6 +119,8 @@ class ConnectionManager(OwnsNursery):
             max_server_requests=max_server_requests,
             max_owed_answers=max_owed_answers,
             max_batch_entries=max_batch_entries,
+            max_list_items=max_list_items,
+            max_list_bytes=max_list_bytes,
             write_timeout=write_timeout,
             secrets=secrets,
             reconnect=reconnect,
