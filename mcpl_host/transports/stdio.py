@@ -27,7 +27,7 @@ from typing import Final
 import trio
 from trio.lowlevel import FdStream
 
-from .._log import get_logger
+from .._log import PeerLogBudget, get_logger
 from ..protocol.errors import SpawnError
 from ..protocol.framing import LineDecoder, OversizedLine
 from ..protocol.redact import Redactor
@@ -82,6 +82,10 @@ class StdioTransport:
         # The child was made a session leader, so its group id is its pid.
         self._pgid = process.pid
         self._log = _log.bind(pid=process.pid, target=description)
+        # The server decides how many stderr lines there are: a flood costs a few log
+        # lines (every line still reaches on_stderr, the embedder's StderrLine events).
+        self._stderr_budget = PeerLogBudget()
+        self._stderr_log = self._stderr_budget.wrap(self._log)
         self._close_started = False
         self._closed = trio.Event()
         self._stderr_done = trio.Event()
@@ -191,6 +195,7 @@ class StdioTransport:
             for item in decoder.close():
                 self._deliver_stderr(item, on_stderr)
         finally:
+            self._stderr_budget.flush()
             self._stderr_done.set()
 
     def _deliver_stderr(
@@ -200,7 +205,7 @@ class StdioTransport:
             raw = f"[stderr line of {item.size} bytes dropped]"
         else:
             raw = item.decode("utf-8", errors="replace")
-        self._log.info("server stderr", line=self._redactor.log_value(raw))
+        self._stderr_log.info("server stderr", line=self._redactor.log_value(raw))
         try:
             on_stderr(self._redactor.redact(raw))
         except Exception as exc:

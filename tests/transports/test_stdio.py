@@ -161,6 +161,22 @@ async def test_stderr_lines_arrive_redacted_everywhere() -> None:
     assert all(e["log_level"] == "info" for e in logs if e["event"] == "server stderr")
 
 
+async def test_a_stderr_flood_costs_a_few_log_lines_but_every_line_is_handed_on() -> None:
+    code = "import sys\nfor n in range(1000): sys.stderr.write(f'line {n}\\n')\n"
+    lines: list[str] = []
+    with trio.fail_after(10), capture_logs() as logs:
+        async with trio.open_nursery() as nursery:
+            transport = await spawn(nursery, python(code), lines)
+            await transport.process.wait()
+            await transport.aclose(grace=GRACE, term_grace=GRACE)
+    assert lines == [f"line {n}" for n in range(1000)]
+    assert [e["line"] for e in logs if e["event"] == "server stderr"] == [
+        f"line {n}" for n in range(5)
+    ]
+    (count,) = [e for e in logs if e["event"] == "log events suppressed"]
+    assert (count["suppressed_event"], count["suppressed"]) == ("server stderr", 995)
+
+
 async def test_an_oversized_stderr_line_becomes_a_note() -> None:
     code = "import sys; sys.stderr.write('x' * 5000 + '\\nafter\\n')"
     lines: list[str] = []
