@@ -8,6 +8,11 @@ should; what it does with ``tools/call`` and the GET stream is the MODE:
 
 - ``hang``: a ``tools/call`` POST never gets response headers (the server holds the
   socket until the client closes it); the GET stream is refused (405).
+- ``hang-notify``: a notification's POST (but ``notifications/initialized``) never gets
+  response headers.
+- ``linger``: a ``tools/call`` is answered on an event stream that then stays open.
+- ``content-type``: a ``tools/call`` is answered with JSON under the Content-Type ARG
+  (escaped bytes, as for ``session-id``).
 - ``retry0``: the GET stream says ``retry: 0`` and ends at once, every time.
 - ``big-event``: a ``tools/call`` is answered with an event stream whose first event
   carries ARG megabytes of data; then the stream stays open and says nothing.
@@ -96,8 +101,24 @@ class Handler(BaseHTTPRequestHandler):
             self._json({"jsonrpc": "2.0", "id": body["id"], "result": result}, session)
         elif method == "ping":
             self._json({"jsonrpc": "2.0", "id": body["id"], "result": {}})
+        elif MODE == "hang-notify" and method not in (None, "notifications/initialized"):
+            self._hold_until_the_client_closes()
+            self.close_connection = True
         elif method != "tools/call":
             self._status(202)  # notifications and answers
+        elif MODE == "linger":
+            self._sse_start()
+            answer = {"jsonrpc": "2.0", "id": body["id"], "result": {"content": []}}
+            self.wfile.write(b"data: " + json.dumps(answer).encode() + b"\n\n")
+            self.wfile.flush()
+            self._hold_until_the_client_closes()
+        elif MODE == "content-type":
+            data = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {"ok": True}})
+            self.send_response(200)
+            self._raw_header(b"Content-Type", raw_bytes(ARG))
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data.encode())
         elif MODE == "hang":
             self._hold_until_the_client_closes()
             self.close_connection = True

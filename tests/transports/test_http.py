@@ -368,3 +368,35 @@ async def test_a_404_on_notifications_initialized_fails_the_connect() -> None:
                 pytest.fail("connected")
         assert server.initializes == 1
     assert info.value.reason == "session-expired"
+
+
+async def test_a_json_answer_past_the_bound_fails_its_request_naming_the_bound() -> None:
+    def answer(message: dict[str, Any], session: str | None) -> Any:
+        if message.get("method") == "tools/call":
+            return result(message, {"content": [{"type": "text", "text": "x" * 10_000}]})
+        return None if "id" not in message else result(message, {})
+
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10):
+        async with Connection(HttpTarget(server.url), max_message_bytes=4096) as conn:
+            with pytest.raises(RequestError) as failed:
+                await conn.request("tools/call", {"name": "big"})
+            assert await conn.request("ping") == {}
+    assert failed.value.code == -32603
+    assert "its answer is over max_message_bytes (4096 bytes)" in failed.value.error_message
+
+
+async def test_an_event_past_the_bound_on_the_get_stream_is_dropped_with_one_log_line() -> None:
+    def answer(message: Any, session: str | None) -> Any:
+        return None  # notifications and the host's answers: 202
+
+    big = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"x": "x" * 10_000}}
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10), capture_logs() as logs:
+        server.get_streams.put(big)
+        server.get_streams.put({"jsonrpc": "2.0", "id": "after", "method": "ping"})
+        async with Connection(HttpTarget(server.url), max_message_bytes=4096):
+            while not host_answers(server):
+                await trio.sleep(0.01)
+        # The stream went on: the request after the oversized event was answered.
+        assert [a["id"] for a in host_answers(server)] == ["after"]
+    dropped = [e for e in logs if e["event"] == "SSE event dropped"]
+    assert [(e["log_level"], e["stream"]) for e in dropped] == [("warning", "GET")]
