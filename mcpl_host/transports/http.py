@@ -22,6 +22,14 @@ error naming the status, so no request waits for its timeout; an answer that is 
 where the revision in force has no batches is refused by the connection, and its
 requests are settled the same way. Header values are
 secrets: no log line, error or trace shows them.
+
+Bounded against a hostile server (docs/http.md, "Bounds"): response headers are due
+within the target's timeout; a request the host gave up (its ``notifications/cancelled``
+goes by here) ends its POST and closes its socket; a POST's stream is closed once its
+requests are answered; a body or an event past ``max_message_bytes`` fails its POST's
+requests at once; the GET stream is reopened after the server's ``retry`` with a floor
+and a backoff (sse_reopen.py); the session id and event ids are checked before they go
+back in a header (http_headers.py).
 """
 
 from __future__ import annotations
