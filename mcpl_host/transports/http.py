@@ -218,6 +218,10 @@ class HttpTransport:
                     except Exception as exc:  # an answer or none: the session is over
                         self._log.debug("DELETE failed", error=type(exc).__name__)
             self._done.set()
+            if self._tasks is not None:
+                # Before the pool closes its sockets: a task still reading one would
+                # otherwise fail with "another task closed this fd" and log it.
+                self._tasks.cancel_scope.cancel()
             self._send.close()
             await self._client.aclose()
 

@@ -20,7 +20,14 @@ import pytest
 import trio
 from structlog.testing import capture_logs
 
-from mcpl_host import Connection, HttpTarget, RequestError, RequestTimeout, TransportError
+from mcpl_host import (
+    Connection,
+    ConnectionClosed,
+    HttpTarget,
+    RequestError,
+    RequestTimeout,
+    TransportError,
+)
 from mcpl_host.transports.http import KEEPALIVE_CONNECTIONS
 
 from ..cli.helpers import run_json
@@ -220,3 +227,22 @@ async def test_a_content_type_of_any_bytes_is_no_raw_exception(
                     await conn.request("tools/call", {"name": "x"})
                 assert failed.value.code == -32603
             assert await conn.request("ping") == {}
+
+
+async def test_closing_with_a_request_in_flight_logs_no_failure() -> None:
+    """Closing cancels the transport's tasks before the pool closes their sockets: a task
+    still waiting on one logged "HTTP request failed" (another task closed this fd)."""
+    with hostile("hang") as url, trio.fail_after(10), capture_logs() as logs:
+        async with (
+            Connection(HttpTarget(url), request_timeout=30) as conn,
+            trio.open_nursery() as n,
+        ):
+
+            async def call() -> None:
+                with pytest.raises(ConnectionClosed):
+                    await conn.request("tools/call", {"name": "hang"})
+
+            n.start_soon(call)
+            await trio.sleep(0.3)  # the POST is out, waiting for headers that never come
+            await conn.aclose()
+    assert [e for e in logs if e["log_level"] in ("warning", "error")] == []
