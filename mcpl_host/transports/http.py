@@ -22,13 +22,21 @@ error naming the status, so no request waits for its timeout; an answer that is 
 where the revision in force has no batches is refused by the connection, and its
 requests are settled the same way. Header values are
 secrets: no log line, error or trace shows them.
+
+Bounded against a hostile server (docs/http.md, "Bounds"): response headers are due
+within the target's timeout; a request the host gave up (its ``notifications/cancelled``
+goes by here) ends its POST and closes its socket; a POST's stream is closed once its
+requests are answered; a body or an event past ``max_message_bytes`` fails its POST's
+requests at once; the GET stream is reopened after the server's ``retry`` with a floor
+and a backoff (sse_reopen.py); the session id and event ids are checked before they go
+back in a header (http_headers.py).
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
-from typing import Any, Final
+from collections.abc import AsyncIterator
+from typing import Any, Final, NamedTuple
 
 import httpx
 import msgspec
@@ -38,29 +46,44 @@ from .._log import get_logger
 from ..protocol.errors import TransportError
 from ..protocol.profiles import PROFILES
 from ..protocol.redact import Redactor
-from ..protocol.sse import SseDecoder
+from ..protocol.sse import SseDecoder, SseEvent
+from .http_body import OneChunk, content_kind, read_chunks
+from .http_headers import Refused, echoable_event_id, session_id
 from .http_target import HttpTarget, describe_http
+from .sse_reopen import Reopening, retry_seconds
 
-__all__ = ["HttpStream", "HttpTransport", "open_http"]
+__all__ = ["KEEPALIVE_CONNECTIONS", "MAX_CONNECTIONS", "HttpStream", "HttpTransport", "open_http"]
 
 _log = get_logger("mcpl_host.transports")
 
 _ACCEPT_POST: Final = "application/json, text/event-stream"
-_DEFAULT_RETRY: Final = 1.0  # seconds before resuming a stream the server gave no retry for
 _MAX_RESUMES: Final = 10  # resumptions of one POST's stream before its requests fail
 _DELETE_BOUND: Final = 2.0
+_CLOSE_BOUND: Final = 1.0  # closing one response: a TLS close_notify may meet a full window
 _INBOUND_BUFFER: Final = 64
+# httpx's pool: HTTP/1.1 carries one exchange per connection, so this many requests
+# (and streams) to one server at once; past it a request waits for a slot, within its
+# timeout. Idle connections kept for reuse are the only sockets that outlive a request.
+MAX_CONNECTIONS: Final = 100
+KEEPALIVE_CONNECTIONS: Final = 20
 
 
 class _Peek(msgspec.Struct):
-    """What the transport needs of a message: its id and whether it is a request."""
+    """What the transport needs of a message: its id, whether it is a request, and the
+    params of the one notification it acts on (``notifications/cancelled``)."""
 
     id: Any = None
     method: str | None = None
+    params: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _CancelParams(msgspec.Struct):
+    requestId: Any = None  # the wire's name
 
 
 _peek_one = msgspec.json.Decoder(_Peek)
 _peek_many = msgspec.json.Decoder(list[_Peek])
+_cancel_params = msgspec.json.Decoder(_CancelParams | None)
 
 
 def _peek(line: bytes) -> list[_Peek]:
@@ -73,10 +96,40 @@ def _peek(line: bytes) -> list[_Peek]:
         return []
 
 
+def _cancelled_id(message: _Peek) -> Any:
+    """The request a ``notifications/cancelled`` of the host's gives up on, else None."""
+    if message.method != "notifications/cancelled":
+        return None
+    try:
+        params = _cancel_params.decode(message.params)
+    except (msgspec.DecodeError, ValueError):
+        return None
+    return params.requestId if params is not None else None
+
+
+class _InFlight:
+    """One POST: the requests it carried that still wait for an answer, and the scope
+    that ends it once the host has given up on every one of them."""
+
+    __slots__ = ("scope", "waiting")
+
+    def __init__(self, waiting: set[Any]) -> None:
+        self.waiting = waiting
+        self.scope = trio.CancelScope()
+
+
+class _Read(NamedTuple):
+    """How reading one event stream went."""
+
+    messages: int  # messages handed to the connection
+    settled: bool  # an oversized event failed the POST's requests: read no more
+
+
 class HttpStream(trio.abc.Stream):
     """The connection's byte stream: lines written become POSTs, what the server sends
     comes back as lines. ``end_reason`` says why the stream ended, when it did on the
-    server's word (``session-expired``)."""
+    server's word (``session-expired``) or on a header the host cannot use
+    (``invalid-session-id``)."""
 
     def __init__(self, transport: HttpTransport) -> None:
         self._transport = transport
@@ -88,6 +141,9 @@ class HttpStream(trio.abc.Stream):
             if not line.strip():
                 continue
             messages = _peek(line)
+            for message in messages:
+                # The host gave up on a request: the POST carrying it need not be read.
+                self._transport.abandon(_cancelled_id(message))
             if any(m.method == "notifications/initialized" for m in messages):
                 await self._transport.send_initialized(line, messages)
             else:
@@ -132,6 +188,7 @@ class HttpTransport:
         self._listening = False
         self._listen_ready = trio.Event()  # the GET stream answered (or failed)
         self._tasks: trio.Nursery | None = None
+        self._in_flight: dict[Any, _InFlight] = {}  # by the id of a request it carries
         self._closed = False
         self._done = trio.Event()
         self._log = _log.bind(target=self.description)
@@ -153,10 +210,18 @@ class HttpTransport:
         self._closed = True
         with trio.CancelScope(shield=True):
             if self.session_id is not None:
-                with trio.move_on_after(_DELETE_BOUND), contextlib.suppress(httpx.HTTPError):
-                    response = await self._client.delete(self.target.url, headers=self._headers())
-                    self._log.debug("session deleted", status=response.status_code)
+                with trio.move_on_after(_DELETE_BOUND):
+                    try:
+                        # The answer's body is never read: closing is no time to hold one.
+                        async with self._open("DELETE", self._headers()) as response:
+                            self._log.debug("session deleted", status=response.status_code)
+                    except Exception as exc:  # an answer or none: the session is over
+                        self._log.debug("DELETE failed", error=type(exc).__name__)
             self._done.set()
+            if self._tasks is not None:
+                # Before the pool closes its sockets: a task still reading one would
+                # otherwise fail with "another task closed this fd" and log it.
+                self._tasks.cancel_scope.cancel()
             self._send.close()
             await self._client.aclose()
 
@@ -189,47 +254,132 @@ class HttpTransport:
             headers["Last-Event-ID"] = last_event_id
         return headers
 
+    @contextlib.asynccontextmanager
+    async def _open(
+        self, method: str, headers: dict[str, str], content: bytes | None = None
+    ) -> AsyncIterator[httpx.Response]:
+        """One exchange, its response's headers due within the target's timeout (httpx's
+        read timeout would bound every quiet moment of a stream too); the response is
+        closed on the way out, however the exchange ends, so no socket outlives it.
+
+        Raises:
+            trio.TooSlowError: no response headers within the timeout.
+        """
+        request = self._client.build_request(
+            method, self.target.url, headers=headers, content=content
+        )
+        if content is not None:
+            request.stream = OneChunk(content)  # not a generator: see http_body
+        with trio.fail_after(self.target.timeout):
+            response = await self._client.send(request, stream=True)
+        try:
+            yield response
+        finally:
+            # Shielded: a cancelled exchange must still give its socket back; bounded:
+            # a TLS close may wait on a peer that reads nothing.
+            with trio.CancelScope(shield=True) as closing:
+                closing.deadline = trio.current_time() + _CLOSE_BOUND
+                await response.aclose()
+
+    def _track(self, messages: list[_Peek]) -> _InFlight:
+        """Register a POST by the requests it carries, before it starts: a cancel notice
+        may follow at once."""
+        flight = _InFlight({m.id for m in messages if m.method is not None and m.id is not None})
+        for request_id in flight.waiting:
+            self._in_flight[request_id] = flight
+        return flight
+
+    def abandon(self, request_id: Any) -> None:
+        """The host gave up on ``request_id`` (a timeout, a cancel): when its POST
+        carries nothing else still waited for, that POST ends and its socket closes."""
+        try:
+            flight = self._in_flight.pop(request_id, None)
+        except TypeError:  # an id that cannot be a key is none of ours
+            return
+        if flight is None:
+            return
+        flight.waiting.discard(request_id)
+        if not flight.waiting:
+            flight.scope.cancel()
+
     def post(self, line: bytes, messages: list[_Peek]) -> None:
         """POST one line in a task of its own (requests never wait for each other)."""
         if self._tasks is None or self._closed:
             raise trio.ClosedResourceError("the HTTP transport is closed")
-        self._tasks.start_soon(self._post, line, messages)
+        self._tasks.start_soon(self._post, line, self._track(messages))
 
-    async def _post(self, line: bytes, messages: list[_Peek]) -> None:
-        waiting = {m.id for m in messages if m.method is not None and m.id is not None}
+    async def _post(self, line: bytes, flight: _InFlight) -> None:
+        carried = set(flight.waiting)
+        try:
+            with flight.scope:
+                if carried:
+                    await self._exchange(line, flight.waiting)
+                else:
+                    # Nothing waits for the answer to a notification or a response: the
+                    # whole exchange is bounded, or a server could hold a socket forever.
+                    with trio.move_on_after(self.target.timeout) as bounded:
+                        await self._exchange(line, flight.waiting)
+                    if bounded.cancelled_caught:
+                        self._log.warning("HTTP answer cut", reason="not done within timeout")
+        finally:
+            for request_id in carried:
+                if self._in_flight.get(request_id) is flight:
+                    del self._in_flight[request_id]
+
+    async def _exchange(self, line: bytes, waiting: set[Any]) -> None:
         headers = self._headers(_ACCEPT_POST)
         headers["Content-Type"] = "application/json"
         try:
-            async with self._client.stream(
-                "POST", self.target.url, content=line, headers=headers
-            ) as response:
-                if self._expired(response):
-                    return
-                if self.session_id is None and "mcp-session-id" in response.headers:
-                    self.session_id = response.headers["mcp-session-id"]
-                status = response.status_code
-                kind = _kind(response)
-                if status == 202 or (200 <= status < 300 and not waiting and kind == ""):
-                    return
-                if 200 <= status < 300 and kind == "text/event-stream":
-                    await self._events(response, waiting)
-                elif 200 <= status < 300 and kind == "application/json":
-                    await self._json(await self._body(response), waiting)
-                else:
-                    body = await self._body(response)
-                    await self._refused(status, body, waiting)
+            async with self._open("POST", headers, line) as response:
+                await self._answer(response, waiting)
+        except (trio.TooSlowError, httpx.TimeoutException) as exc:
+            # A slow answer fails the requests it carried, not the session.
+            self._log.warning("HTTP request timed out", error=type(exc).__name__)
+            await self._unanswered(waiting, f"no response within {self.target.timeout:g} s")
         except Exception as exc:  # httpx's errors, or a bug: never out of the transport
             self._log.warning(
                 "HTTP request failed", error=type(exc).__name__, detail=self._safe(str(exc))
             )
             self._end("read-failed")
 
+    async def _answer(self, response: httpx.Response, waiting: set[Any]) -> None:
+        if self._expired(response) or not self._take_session_id(response):
+            return
+        status = response.status_code
+        kind = content_kind(response)
+        if status == 202 or (200 <= status < 300 and not waiting and kind != "application/json"):
+            return  # nothing is owed on it: an event stream here is left unread
+        if 200 <= status < 300 and kind == "text/event-stream":
+            await self._events(response, waiting)
+        elif 200 <= status < 300 and kind == "application/json":
+            body = await self._body(response)
+            if body is None:
+                await self._unanswered(waiting, self._oversized("its answer"))
+            else:
+                await self._json(body, waiting)
+        else:
+            body = await self._body(response)
+            await self._refused(status, body or b"", waiting)
+
+    def _take_session_id(self, response: httpx.Response) -> bool:
+        """Keep the server's first ``Mcp-Session-Id``; False (the transport ending) when
+        it is one that cannot go back in a header."""
+        if self.session_id is not None:
+            return True
+        found = session_id(response.headers.raw)
+        if isinstance(found, Refused):
+            self._log.warning("HTTP header refused", reason=found.why)
+            self._end("invalid-session-id")
+            return False
+        self.session_id = found
+        return True
+
     async def send_initialized(self, line: bytes, messages: list[_Peek]) -> None:
         """``notifications/initialized``, then the GET stream opened (or refused) before
         the handshake ends: a server may send its first request on it at once."""
         if self._tasks is None or self._closed:
             raise trio.ClosedResourceError("the HTTP transport is closed")
-        await self._post(line, messages)
+        await self._post(line, self._track(messages))
         if not self._listening:
             self._listening = True
             self._tasks.start_soon(self._listen)
@@ -243,14 +393,22 @@ class HttpTransport:
             return True
         return False
 
-    async def _body(self, response: httpx.Response) -> bytes:
+    async def _body(self, response: httpx.Response) -> bytes | None:
+        """The whole body, or None past ``max_message_bytes`` (read no further)."""
         body = bytearray()
-        async for chunk in response.aiter_bytes():
-            body += chunk
-            if len(body) > self._max:
-                self._log.warning("HTTP body dropped", reason=f"over {self._max} bytes")
-                return b""
+
+        async def take(chunk: bytes) -> bool:
+            body.extend(chunk)
+            return len(body) <= self._max
+
+        await read_chunks(response, take)
+        if len(body) > self._max:
+            self._log.warning("HTTP body dropped", reason=f"over {self._max} bytes")
+            return None
         return bytes(body)
+
+    def _oversized(self, what: str) -> str:
+        return f"{what} is over max_message_bytes ({self._max} bytes)"
 
     async def _json(self, body: bytes, waiting: set[Any]) -> None:
         await self._take(body, waiting)
@@ -264,15 +422,16 @@ class HttpTransport:
         self._log.warning("HTTP error", status=status)
         await self._unanswered(waiting, f"HTTP {status}")
 
-    async def _take(self, payload: bytes, waiting: set[Any]) -> None:
+    async def _take(self, payload: bytes, waiting: set[Any]) -> int:
         """Hand ``payload`` (a JSON body, or an event's data) to the connection and
-        strike the requests it answers off ``waiting``. An array that the revision in
-        force refuses answers nothing; the reader fails the requests it carried answers
-        to, as on every transport."""
+        strike the requests it answers off ``waiting``; return the messages it held. An
+        array that the revision in force refuses answers nothing; the reader fails the
+        requests it carried answers to, as on every transport."""
         messages = _peek(payload)
         # A server request may reuse an id; an id of another kind answers nothing of ours.
         waiting -= {m.id for m in messages if m.method is None and type(m.id) in (int, str)}
         await self._deliver(payload)
+        return len(messages)
 
     async def _unanswered(self, waiting: set[Any], why: str) -> None:
         """Settle the requests a POST will never answer, rather than let them wait."""
@@ -295,72 +454,111 @@ class HttpTransport:
     async def _events(self, response: httpx.Response, waiting: set[Any]) -> None:
         """An answer as an event stream; resumed while requests of it wait."""
         decoder = SseDecoder(self._max)
-        await self._read_events(response, decoder, waiting)
+        if (await self._read_events(response, decoder, waiting)).settled:
+            return
         resumes = 0
         while waiting and not self._closed:
-            if decoder.last_event_id is None or resumes == _MAX_RESUMES:
+            last = decoder.last_event_id
+            if not last or resumes == _MAX_RESUMES:
                 await self._unanswered(waiting, "its event stream ended before the answer")
                 return
+            if not echoable_event_id(last):
+                self._log.warning("HTTP header refused", reason="an event id not fit to send back")
+                await self._unanswered(
+                    waiting, "its event stream ended, and its event id cannot go in Last-Event-ID"
+                )
+                return
             resumes += 1
-            await trio.sleep(_retry_seconds(decoder))
-            headers = self._headers("text/event-stream", decoder.last_event_id)
-            async with self._client.stream("GET", self.target.url, headers=headers) as resumed:
+            await trio.sleep(retry_seconds(decoder.retry_ms))
+            headers = self._headers("text/event-stream", last)
+            async with self._open("GET", headers) as resumed:
                 if self._expired(resumed):
                     return
-                kind = _kind(resumed)
+                kind = content_kind(resumed)
                 if resumed.status_code != 200 or kind != "text/event-stream":
                     await self._unanswered(
                         waiting, f"resuming its stream: HTTP {resumed.status_code}"
                     )
                     return
                 self._log.debug("event stream resumed", attempt=resumes)
-                await self._read_events(resumed, decoder, waiting)
+                if (await self._read_events(resumed, decoder, waiting)).settled:
+                    return
 
     async def _read_events(
-        self, response: httpx.Response, decoder: SseDecoder, waiting: set[Any]
-    ) -> None:
+        self, response: httpx.Response, decoder: SseDecoder, waiting: set[Any] | None
+    ) -> _Read:
+        """Read one event stream: a POST's (``waiting``: the requests it carried) until
+        each is answered, or the GET stream (None) until it ends. An event past the bound
+        fails the POST's requests at once; on the GET stream it is dropped."""
+        messages = 0
+        dropped = decoder.dropped
+        settled = False
+
+        async def take(chunk: bytes) -> bool:
+            nonlocal messages, dropped, settled
+            for event in decoder.feed(chunk):
+                messages += await self._take_event(event, waiting)
+            if decoder.dropped != dropped:
+                dropped = decoder.dropped
+                settled = await self._dropped_event(waiting)
+                if settled:
+                    return False
+            # A POST's stream whose every request is answered owes nobody what follows.
+            return waiting is None or bool(waiting)
+
         with contextlib.suppress(httpx.ReadError, httpx.RemoteProtocolError):
-            async for chunk in response.aiter_bytes():
-                for event in decoder.feed(chunk):
-                    if event.event != "message" or not event.data.strip():
-                        continue  # a priming event, or one that is not a message
-                    await self._take(event.data.encode(), waiting)
+            await read_chunks(response, take)
+        return _Read(messages, settled)
+
+    async def _take_event(self, event: SseEvent, waiting: set[Any] | None) -> int:
+        if event.event != "message" or not event.data.strip():
+            return 0  # a priming event, or one that is not a message
+        return await self._take(event.data.encode(), waiting if waiting is not None else set())
+
+    async def _dropped_event(self, waiting: set[Any] | None) -> bool:
+        """An event passed the bound: one log line; a POST's requests fail at once (True:
+        read no more of it), the GET stream goes on without the event."""
+        self._log.warning(
+            "SSE event dropped",
+            reason=f"over max_message_bytes ({self._max} bytes)",
+            stream="GET" if waiting is None else "POST",
+        )
+        if waiting is None:
+            return False
+        await self._unanswered(waiting, self._oversized("an event of its stream"))
+        return True
 
     async def _listen(self) -> None:
-        """The GET stream: what the server sends outside any answer."""
+        """The GET stream: what the server sends outside any answer. Reopened when it
+        ends, after the server's ``retry`` with a floor and a backoff (sse_reopen.py)."""
         decoder = SseDecoder(self._max)
+        reopening = Reopening()
         try:
             while not self._closed:
-                headers = self._headers("text/event-stream", decoder.last_event_id)
+                last = decoder.last_event_id
+                resume_from = last if last and echoable_event_id(last) else None
+                headers = self._headers("text/event-stream", resume_from)
+                opened = trio.current_time()
+                read = _Read(0, settled=False)
                 try:
-                    async with self._client.stream("GET", self.target.url, headers=headers) as r:
+                    async with self._open("GET", headers) as r:
                         self._listen_ready.set()
                         if self._expired(r):
                             return
-                        if r.status_code != 200 or _kind(r) != "text/event-stream":
+                        if r.status_code != 200 or content_kind(r) != "text/event-stream":
                             self._log.debug("no GET stream", status=r.status_code)
                             return
-                        await self._read_events(r, decoder, set())
+                        read = await self._read_events(r, decoder, None)
                 except Exception as exc:  # httpx's errors, or a bug: try again later
                     self._log.debug("GET stream failed", error=type(exc).__name__)
                     self._listen_ready.set()
-                await trio.sleep(_retry_seconds(decoder))
+                reopening.ended(lived=trio.current_time() - opened, delivered=read.messages > 0)
+                await trio.sleep(reopening.delay(decoder.retry_ms))
         finally:
             self._listen_ready.set()
 
     def _safe(self, text: str) -> str:
         return self._redactor.log_value(text)
-
-
-def _kind(response: httpx.Response) -> str:
-    kind: str = response.headers.get("content-type", "")
-    return kind.split(";", maxsplit=1)[0].strip().lower()
-
-
-def _retry_seconds(decoder: SseDecoder) -> float:
-    retry = decoder.retry_ms
-    seconds = retry / 1000 if retry is not None else _DEFAULT_RETRY
-    return seconds if math.isfinite(seconds) else _DEFAULT_RETRY
 
 
 async def open_http(
@@ -376,10 +574,17 @@ async def open_http(
     Raises:
         TransportError: the HTTP client could not be set up.
     """
-    timeout = httpx.Timeout(target.timeout, read=None)  # a stream may stay quiet
+    # Connecting, writing and waiting for a pool slot are httpx's to bound; the wait for
+    # response headers is the transport's (_open): a stream, once open, may stay quiet.
+    timeout = httpx.Timeout(target.timeout, read=None)
+    limits = httpx.Limits(
+        max_connections=MAX_CONNECTIONS, max_keepalive_connections=KEEPALIVE_CONNECTIONS
+    )
     verify: Any = target.ssl_context if target.ssl_context is not None else True
     try:
-        client = httpx.AsyncClient(timeout=timeout, verify=verify, follow_redirects=False)
+        client = httpx.AsyncClient(
+            timeout=timeout, limits=limits, verify=verify, follow_redirects=False
+        )
     except (OSError, ValueError) as exc:
         raise TransportError(
             f"cannot set up HTTP for {describe_http(target)}: {type(exc).__name__}",

@@ -33,9 +33,9 @@ class HttpTarget:
 
     ``headers`` go with every request (``Authorization: Bearer ...``, say); their values
     are secrets: never logged, masked wherever they could show. ``timeout`` bounds
-    connecting and each read while waiting for an answer to start (a stream, once
-    open, may stay quiet as long as the server likes); ``ssl_context`` replaces the
-    default TLS verification for ``https://``.
+    connecting and the wait for an answer's headers (a stream, once open, may stay
+    quiet as long as the server likes; docs/http.md, "Bounds"); ``ssl_context``
+    replaces the default TLS verification for ``https://``.
 
     Raises:
         ConfigurationError: a URL that is not http/https, has no host, has user info
