@@ -42,7 +42,7 @@ import httpx
 import msgspec
 import trio
 
-from .._log import get_logger
+from .._log import PeerLogBudget, get_logger
 from ..protocol.errors import TransportError
 from ..protocol.profiles import PROFILES
 from ..protocol.redact import Redactor
@@ -147,7 +147,7 @@ class HttpStream(trio.abc.Stream):
             if any(m.method == "notifications/initialized" for m in messages):
                 await self._transport.send_initialized(line, messages)
             else:
-                self._transport.post(line, messages)
+                await self._transport.post(line, messages)
 
     async def wait_send_all_might_not_block(self) -> None:
         await trio.lowlevel.checkpoint()
@@ -191,7 +191,10 @@ class HttpTransport:
         self._in_flight: dict[Any, _InFlight] = {}  # by the id of a request it carries
         self._closed = False
         self._done = trio.Event()
-        self._log = _log.bind(target=self.description)
+        self._unawaited = trio.Semaphore(MAX_CONNECTIONS)  # see post()
+        # A server decides how many of this transport's warnings there are.
+        self._log_budget = PeerLogBudget()
+        self._log = self._log_budget.wrap(_log.bind(target=self.description))
 
     # -- lifetime ---------------------------------------------------------------------
 
@@ -224,6 +227,7 @@ class HttpTransport:
                 self._tasks.cancel_scope.cancel()
             self._send.close()
             await self._client.aclose()
+        self._log_budget.flush()
 
     def use_revision(self, revision: str) -> None:
         """The connection accepted ``revision`` for this session: from now on its
@@ -302,13 +306,24 @@ class HttpTransport:
         if not flight.waiting:
             flight.scope.cancel()
 
-    def post(self, line: bytes, messages: list[_Peek]) -> None:
-        """POST one line in a task of its own (requests never wait for each other)."""
-        if self._tasks is None or self._closed:
-            raise trio.ClosedResourceError("the HTTP transport is closed")
-        self._tasks.start_soon(self._post, line, self._track(messages))
+    async def post(self, line: bytes, messages: list[_Peek]) -> None:
+        """POST one line in a task of its own (requests never wait for each other).
 
-    async def _post(self, line: bytes, flight: _InFlight) -> None:
+        A line that carries no request (the host's answers, its notifications) first
+        takes one of ``MAX_CONNECTIONS`` slots: a server that floods requests over its
+        stream then makes the connection's writer wait here (and its reader stop, at
+        ``max_owed_answers``), rather than cost a task per answer."""
+        flight = self._track(messages)
+        slot = not flight.waiting
+        if slot:
+            await self._unawaited.acquire()
+        if self._tasks is None or self._closed:
+            if slot:
+                self._unawaited.release()
+            raise trio.ClosedResourceError("the HTTP transport is closed")
+        self._tasks.start_soon(self._post, line, flight, slot)
+
+    async def _post(self, line: bytes, flight: _InFlight, slot: bool = False) -> None:
         carried = set(flight.waiting)
         try:
             with flight.scope:
@@ -322,6 +337,8 @@ class HttpTransport:
                     if bounded.cancelled_caught:
                         self._log.warning("HTTP answer cut", reason="not done within timeout")
         finally:
+            if slot:
+                self._unawaited.release()
             for request_id in carried:
                 if self._in_flight.get(request_id) is flight:
                     del self._in_flight[request_id]

@@ -21,6 +21,9 @@ should; what it does with ``tools/call`` and the GET stream is the MODE:
 - ``event-id``: a ``tools/call`` is answered with an event stream whose only event is
   a priming event with the id ARG (escaped bytes, as above), then the stream is cut.
 
+- ``flood``: the GET stream carries ARG ``ping`` requests at once, and every POST of
+  the host's answers is held without response headers until the client closes it.
+
 ``GET /stats`` answers the server's counts as JSON (``gets``: GET streams opened on the
 MCP path) without touching any session.
 
@@ -85,6 +88,12 @@ class Handler(BaseHTTPRequestHandler):
         # Readable means the client closed (or reset): nothing else is sent on it now.
         select.select([self.connection], [], [])
 
+    @staticmethod
+    def _never_answered(method: str | None) -> bool:
+        if MODE == "flood":  # the host's answers to the pushed pings: never taken
+            return method is None
+        return MODE == "hang-notify" and method not in (None, "notifications/initialized")
+
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))
         body = json.loads(self.rfile.read(length))
@@ -101,7 +110,7 @@ class Handler(BaseHTTPRequestHandler):
             self._json({"jsonrpc": "2.0", "id": body["id"], "result": result}, session)
         elif method == "ping":
             self._json({"jsonrpc": "2.0", "id": body["id"], "result": {}})
-        elif MODE == "hang-notify" and method not in (None, "notifications/initialized"):
+        elif self._never_answered(method):
             self._hold_until_the_client_closes()
             self.close_connection = True
         elif method != "tools/call":
@@ -153,6 +162,14 @@ class Handler(BaseHTTPRequestHandler):
             return
         if MODE == "big-event":
             self._sse_start()
+            self._hold_until_the_client_closes()
+            return
+        if MODE == "flood":
+            self._sse_start()
+            for n in range(int(ARG)):
+                ping = {"jsonrpc": "2.0", "id": n, "method": "ping"}
+                self.wfile.write(b"data: " + json.dumps(ping).encode() + b"\n\n")
+            self.wfile.flush()
             self._hold_until_the_client_closes()
             return
         self._status(405)

@@ -28,7 +28,7 @@ from mcpl_host import (
     RequestTimeout,
     TransportError,
 )
-from mcpl_host.transports.http import KEEPALIVE_CONNECTIONS
+from mcpl_host.transports.http import KEEPALIVE_CONNECTIONS, MAX_CONNECTIONS
 
 from ..cli.helpers import run_json
 
@@ -246,3 +246,32 @@ async def test_closing_with_a_request_in_flight_logs_no_failure() -> None:
             await trio.sleep(0.3)  # the POST is out, waiting for headers that never come
             await conn.aclose()
     assert [e for e in logs if e["log_level"] in ("warning", "error")] == []
+
+
+def live_tasks() -> int:
+    def count(task: trio.lowlevel.Task) -> int:
+        return 1 + sum(count(t) for n in task.child_nurseries for t in n.child_tasks)
+
+    root = trio.lowlevel.current_root_task()
+    assert root is not None
+    return count(root)
+
+
+async def test_a_request_flood_on_the_get_stream_holds_at_most_a_pool_of_answer_posts() -> None:
+    """The server pushes 5,000 pings and takes none of the answers: the host POSTs at most
+    MAX_CONNECTIONS of them at once; the rest wait in its bounded queue, its reader stops,
+    and the stalled writer ends the transport."""
+    most = 0
+    with hostile("flood", "5000") as url, trio.fail_after(20):
+        conn = Connection(
+            HttpTarget(url, timeout=10), write_timeout=2, max_owed_answers=64, name="flood"
+        )
+        async with trio.open_nursery() as nursery:
+            await nursery.start(conn.run)
+            baseline = live_tasks()
+            while not conn._closed.is_set():
+                most = max(most, live_tasks())
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    assert conn._closed_reason == "write-timeout"
+    assert most <= baseline + MAX_CONNECTIONS + 8
