@@ -46,7 +46,7 @@ Judge = Callable[[Figures], list[str]]
 @dataclass(frozen=True)
 class Row:
     name: str
-    runs: str  # the measuring host's row (host.py)
+    action: str  # what the measuring host does (tests/hostile/actions_*.py)
     does: str  # what the server does, as in the issue's table
     small: dict[str, Any]
     full: dict[str, Any]
@@ -510,16 +510,21 @@ def run(
     """Run ``row`` at ``size`` (``small`` or ``full``; ``params`` replace some of that
     size's) in a measuring host of its own.
 
-    Raises RuntimeError, with the host's stderr, when it printed no figures."""
+    Raises RuntimeError, with the host's stderr, when it printed no figures or ran
+    past ``timeout`` seconds."""
     params = {**(row.small if size == "small" else row.full), **(params or {})}
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.hostile.host", row.runs, json.dumps(params)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tests.hostile.host", row.action, json.dumps(params)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        # Killed; its servers go too (each ends when its stdin pipe closes).
+        raise RuntimeError(f"the measuring host ran past {timeout:g} s: {exc.stderr!r}") from None
     try:
         figures: Figures = json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):

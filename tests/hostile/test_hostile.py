@@ -20,7 +20,8 @@ pytestmark = pytest.mark.hostile
 
 
 def check(name: str, **params: Any) -> None:
-    figures = run(ROWS[name], "small", params=params, timeout=60)
+    # Within the suite's 30 s deadline per test, so a hung host fails with its stderr.
+    figures = run(ROWS[name], "small", params=params, timeout=25)
     failures = ROWS[name].judge(figures)
     for record in figures["calls"].values():
         record.pop("traceback", None)  # shown below only as the failures say

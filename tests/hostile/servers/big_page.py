@@ -1,5 +1,5 @@
-"""Answers ``tools/list`` with huge pages: ``--bytes`` of tools per page (many small
-tools, the shape that costs a decoder most), ``--pages`` pages chained by ``nextCursor``.
+"""Answers ``tools/list`` with huge pages: ``--bytes`` of tools per page (in the shape
+that costs a decoder most, below), ``--pages`` pages chained by ``nextCursor``.
 """
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ import json
 
 import _stdio
 
-# Many small tools: per byte received, the shape that costs a decoder most (each one a
-# dict, a str and a nested dict, for about 60 bytes of JSON).
-TOOL = '{"name":"t%07d","inputSchema":{"type":"object"}}'
+# What costs a decoder most per byte received, in a page a client must accept: many
+# tools, each schema holding empty arrays (3 bytes of JSON, a list object each once
+# decoded; JSON Schema lets a schema carry keywords it does not know).
+TOOL = '{"name":"t%07d","inputSchema":{"type":"object","x":[' + ",".join(["[]"] * 20) + "]}}"
 
 
 def page(size: int, number: int, pages: int, request_id: object) -> bytes:
