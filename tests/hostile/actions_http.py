@@ -10,7 +10,7 @@ import trio
 
 from mcpl_host import Connection, HttpTarget
 
-from .harness import action, connected, http_stats, limits, network_server, run_cli
+from .harness import action, connected, http_stats, limits, network_server, run_cli, settle
 from .measure import open_fds
 from .probe import Probe
 
@@ -38,7 +38,8 @@ async def http_timeouts(probe: Probe, p: dict[str, Any]) -> None:
                     async with trio.open_nursery() as nursery:
                         for _ in range(p["count"]):
                             nursery.start_soon(one)
-                await trio.sleep(0.3)  # closes in flight land
+                # Closes may still be landing: wait until none is left or none lands.
+                await settle(open_fds, lambda now: now <= fds, quiet=0.5, limit=5)
                 probe.extra["timed_out"] = outcomes
                 probe.extra["fds_held_open"] = open_fds() - fds
                 probe.extra["server_holding"] = (await http_stats(url)).get("holding", 0)

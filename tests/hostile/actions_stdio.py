@@ -49,7 +49,12 @@ async def deaf_flood(probe: Probe, p: dict[str, Any]) -> None:
         ) as conn,
     ):
         if conn is not None:
-            await settle(lambda: inbound.lines, p["count"] + 1, quiet=0.5, limit=p["limit"])
+            await settle(
+                lambda: inbound.lines,
+                lambda lines: lines > p["count"],
+                quiet=0.5,
+                limit=p["limit"],
+            )
             probe.extra["lines_read"] = inbound.lines
             await probe.call("ping", partial(conn.request, "ping"), timeout=p["timeout"])
             probe.extra["closed_by_host"] = inbound.closed

@@ -99,12 +99,14 @@ async def http_stats(url: str) -> dict[str, Any]:
         return {}
 
 
-async def settle(count: Callable[[], int], goal: int, *, quiet: float, limit: float) -> None:
-    """Wait until ``count()`` reaches ``goal``, stops growing for ``quiet`` seconds, or
-    ``limit`` seconds pass: how long a flood takes to be read (or refused)."""
+async def settle(
+    count: Callable[[], int], reached: Callable[[int], bool], *, quiet: float, limit: float
+) -> None:
+    """Wait until ``count()`` is ``reached``, stops changing for ``quiet`` seconds, or
+    ``limit`` seconds pass: a flood read (or refused), descriptors closed (or kept)."""
     deadline = trio.current_time() + limit
     last, since = count(), trio.current_time()
-    while count() < goal and trio.current_time() < deadline:
+    while not reached(count()) and trio.current_time() < deadline:
         await trio.sleep(0.05)
         now = count()
         if now != last:
