@@ -99,6 +99,10 @@ async def batch(probe: Probe, p: dict[str, Any]) -> None:
             p.get("bytes", 0),
             "--version",
             p["version"],
+            # The server answers the host's ping once the array's answer is in (or
+            # then): the ping's answer says the host wrote its answer.
+            "--wait",
+            max(p["timeout"] - 2, 1),
             "--stats",
             path,
         )

@@ -50,7 +50,7 @@ class Row:
     does: str  # what the server does, as in the issue's table
     small: dict[str, Any]
     full: dict[str, Any]
-    target: str  # the bounds, in words
+    target: str  # the bounds, in short (B: the task bound, see _task_bound)
     judge: Judge
     main_call: str = "ping"  # the call whose outcome the table shows
     issue_target: bool = False  # one of the issue's five measured targets
@@ -268,7 +268,7 @@ ROWS: dict[str, Row] = {
             "deaf server floods roots/list requests",
             {**_FLOOD, "kind": "roots", "count": 25_000},
             {**_FLOOD, "kind": "roots", "count": 150_000, "limit": 120},
-            "RSS +32 MB, tasks <= bound+32, logs <= 50, ping typed",
+            "RSS+32MB tasks<=B logs<=50 ping typed",
             deaf_flood,
             issue_target=True,
         ),
@@ -278,7 +278,7 @@ ROWS: dict[str, Row] = {
             "deaf server floods pings",
             {**_FLOOD, "kind": "ping", "count": 25_000},
             {**_FLOOD, "kind": "ping", "count": 150_000, "limit": 120},
-            "RSS +32 MB, tasks <= bound+32, logs <= 50, ping typed",
+            "RSS+32MB tasks<=B logs<=50 ping typed",
             deaf_flood,
         ),
         Row(
@@ -287,7 +287,7 @@ ROWS: dict[str, Row] = {
             "deaf server floods id:null requests",
             {**_FLOOD, "kind": "null", "count": 25_000},
             {**_FLOOD, "kind": "null", "count": 150_000, "limit": 120},
-            "RSS +32 MB, tasks <= bound+32, logs <= 50, ping typed",
+            "RSS+32MB tasks<=B logs<=50 ping typed",
             deaf_flood,
         ),
         Row(
@@ -296,7 +296,7 @@ ROWS: dict[str, Row] = {
             "deaf WebSocket server floods roots/list",
             {**_FLOOD, "transport": "ws", "roots": 50, "count": 15_000},
             {**_FLOOD, "transport": "ws", "roots": 50, "count": 150_000, "limit": 120},
-            "RSS +32 MB, tasks <= bound+32, logs <= 50, ping typed",
+            "RSS+32MB tasks<=B logs<=50 ping typed",
             deaf_flood,
         ),
         Row(
@@ -305,7 +305,7 @@ ROWS: dict[str, Row] = {
             "pings before answering initialize, deaf",
             {"count": 30_000, "timeout": 2, "max_owed_answers": OWED_ANSWERS},
             {"count": 100_000, "timeout": 10, "max_owed_answers": OWED_ANSWERS},
-            "RSS +32 MB, tasks <= bound+32, connect typed in time",
+            "RSS+32MB tasks<=B connect typed",
             preinit,
             main_call="connect",
             issue_target=True,
@@ -328,10 +328,10 @@ ROWS: dict[str, Row] = {
                 "version": "2024-11-05",
                 "timeout": 60,
             },
-            "RSS +64 MB, logs <= 50, ping answered",
+            "RSS+64MB logs<=50 ping answered",
             batch,
             issue_target=True,
-            extra=("bytes_answered",),
+            extra=("array_bytes", "bytes_answered"),
         ),
         Row(
             "batch-pings",
@@ -339,9 +339,9 @@ ROWS: dict[str, Row] = {
             "2024-11-05, one batch of pings",
             {**_BATCH, "kind": "ping", "entries": 60_000, "version": "2024-11-05", "timeout": 10},
             {**_BATCH, "kind": "ping", "entries": 300_000, "version": "2024-11-05", "timeout": 60},
-            "RSS +64 MB, tasks <= bound+32, logs <= 50",
+            "RSS+64MB tasks<=B logs<=50",
             batch,
-            extra=("bytes_answered",),
+            extra=("array_bytes", "bytes_answered"),
         ),
         Row(
             "array-refused",
@@ -349,7 +349,7 @@ ROWS: dict[str, Row] = {
             "an array under 2025-11-25 (no batches)",
             {**_BATCH, "kind": "invalid", "bytes": 3 * MB, "version": "2025-11-25", "timeout": 10},
             {**_BATCH, "kind": "invalid", "bytes": 10 * MB, "version": "2025-11-25", "timeout": 60},
-            "RSS <= 8 x the array, ping answered",
+            "RSS<=8x array, ping answered",
             array_refused,
         ),
         Row(
@@ -358,7 +358,7 @@ ROWS: dict[str, Row] = {
             "one huge tools/list page, connect --json",
             {"bytes": 3 * MB, "timeout": 20},
             {"bytes": 15 * MB, "timeout": 60},
-            "CLI RSS <= 8 x the page, JSON report",
+            "CLI RSS<=8x page, JSON report",
             big_page_cli,
             main_call="cli connect",
             issue_target=True,
@@ -370,7 +370,7 @@ ROWS: dict[str, Row] = {
             "3 huge pages, ConnectionManager.list_tools",
             {"bytes": 2 * MB, "pages": 3, "timeout": 20},
             {"bytes": 15 * MB, "pages": 3, "timeout": 60},
-            "RSS <= 8 x the bytes, typed outcome",
+            "RSS<=8x bytes, typed outcome",
             big_pages_manager,
             main_call="list_tools",
         ),
@@ -380,10 +380,10 @@ ROWS: dict[str, Row] = {
             "HTTP: requests never answered, timed out",
             {"count": 100, "timeout": 0.5, "target_timeout": 1, "ping_timeout": 3},
             {"count": 100, "timeout": 0.5, "target_timeout": 1, "ping_timeout": 3},
-            "0 fds leaked, next request answered",
+            "0 fds leaked, next call answered",
             http_timeouts,
             issue_target=True,
-            extra=("fds_held_open",),
+            extra=("fds_held_open", "server_holding", "timed_out"),
         ),
         Row(
             "http-headers",
@@ -403,7 +403,7 @@ ROWS: dict[str, Row] = {
             {"window": 5, "timeout": 3},
             "<= 5 GETs a second",
             http_retry0,
-            extra=("gets_per_second",),
+            extra=("gets_in_window", "gets_per_second"),
         ),
         Row(
             "deaf-notify",
@@ -421,7 +421,7 @@ ROWS: dict[str, Row] = {
             "5,000-digit ids, nesting 2,000 deep",
             {"count": 100, "timeout": 5},
             {"count": 10_000, "timeout": 30},
-            "no ERROR, logs <= 50",
+            "no ERROR, logs<=50",
             bad_numbers,
         ),
         Row(
@@ -448,7 +448,7 @@ ROWS: dict[str, Row] = {
             "a lone surrogate in a result",
             {"timeout": 3},
             {"timeout": 10},
-            "settled at once, not by its timeout",
+            "settled at once, not by timeout",
             surrogate,
             main_call="tools/call",
         ),
@@ -478,7 +478,7 @@ ROWS: dict[str, Row] = {
             "many unmatched responses",
             {**_OWED, "kind": "responses", "count": 20_000, "timeout": 10},
             {**_OWED, "kind": "responses", "count": 100_000, "timeout": 30},
-            "logs <= 50",
+            "logs<=50",
             unmatched,
         ),
         Row(
@@ -487,7 +487,7 @@ ROWS: dict[str, Row] = {
             "pings past max_server_requests (busy)",
             {**_OWED, "kind": "busy", "count": 20_000, "timeout": 10},
             {**_OWED, "kind": "busy", "count": 100_000, "timeout": 30},
-            "logs <= 50, tasks <= bound+32",
+            "logs<=50 tasks<=B",
             unmatched,
         ),
         Row(
