@@ -1,4 +1,4 @@
-"""Floods the host with requests after the handshake and never reads its stdin again.
+"""Floods the host with requests once it is initialized and never reads its stdin again.
 
 ``--kind roots``: ``roots/list`` (the host answers with its roots); ``ping``; ``null``:
 ``ping`` with ``"id": null``. Every answer the host owes stays owed: its writes block
@@ -23,6 +23,9 @@ def main() -> None:
     args = parser.parse_args()
     _stdio.exit_when_host_hangs_up()
     _stdio.handshake(capabilities={"tools": {}})
+    # Deaf once the host is through its handshake (pings-before-initialize is a row of
+    # its own): the flood is what this row measures.
+    _stdio.wait_initialized()
     make = KINDS[args.kind]
     chunk: list[bytes] = []
     for i in range(1, args.count + 1):

@@ -1,7 +1,7 @@
 """The deaf flood over a WebSocket (standard library only, RFC 6455 by hand): accepts
-one connection, answers initialize, then sends ``--count`` ``roots/list`` requests as
-text frames and never reads the socket again. Prints ``ws://127.0.0.1:PORT/`` first;
-runs until its stdin closes."""
+a connection, answers initialize, reads up to ``notifications/initialized``, then
+sends ``--count`` ``roots/list`` requests as text frames and never reads the socket
+again. Prints ``ws://127.0.0.1:PORT/`` first; runs until its stdin closes."""
 
 from __future__ import annotations
 
@@ -88,6 +88,10 @@ def serve(sock: socket.socket, count: int) -> None:
     sock.sendall(
         frame(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode())
     )
+    while True:  # deaf once the host is through its handshake
+        opcode, payload = read_frame(sock)
+        if opcode == 1 and json.loads(payload).get("method") == "notifications/initialized":
+            break
     for start in range(1, count + 1, 1000):
         frames = [
             frame(b'{"jsonrpc":"2.0","id":%d,"method":"roots/list"}' % i)
