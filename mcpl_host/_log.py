@@ -94,7 +94,9 @@ class PeerLogBudget:
     written as one event when that kind next occurs after the interval or at
     :meth:`flush`. A server that floods costs a few lines, not one per message.
 
-    A kind is the level, the event and its ``outcome`` field (a small closed set in the
+    Windows that ended are swept whenever any event is admitted (at most once a
+    second), so a flood's count is written soon after it stops, not only when its kind
+    recurs. A kind is the level, the event and its ``outcome`` field (a small closed set in the
     host's own words, never peer text); past ``max_kinds`` distinct kinds every new one
     shares a single budget. Debug events are not counted: an application that asked
     for debug asked for a line per message.
@@ -106,6 +108,7 @@ class PeerLogBudget:
         self.max_kinds = max_kinds
         # kind -> [window start, events in this window, suppressed in this window, logger]
         self._kinds: dict[tuple[str, str, str], list[Any]] = {}
+        self._next_sweep = 0.0
 
     def wrap(self, logger: Any) -> RateLimited:
         """``logger`` with its info and worse events counted against this budget."""
@@ -122,9 +125,12 @@ class PeerLogBudget:
             if entry is None:
                 entry = self._kinds[kind] = [time.monotonic(), 0, 0, logger]
         now = time.monotonic()
-        if now - entry[0] >= self.interval:
-            self._report(kind, entry)
-            entry[0], entry[1], entry[2] = now, 0, 0
+        if now >= self._next_sweep:
+            self._next_sweep = now + 1.0
+            for other, window in self._kinds.items():
+                if now - window[0] >= self.interval:
+                    self._report(other, window)
+                    window[0], window[1], window[2] = now, 0, 0
         entry[1] += 1
         if entry[1] <= self.burst:
             return True
@@ -172,6 +178,16 @@ class RateLimited:
         self._emit("warning", event, values)
 
     def error(self, event: str, **values: Any) -> None:
+        self._emit("error", event, values)
+
+    def critical(self, event: str, **values: Any) -> None:
+        self._emit("critical", event, values)
+
+    def exception(self, event: str, **values: Any) -> None:
+        """An error with the code's frames only: a traceback's text can quote the peer."""
+        exc = sys.exc_info()[1]
+        if exc is not None:
+            values = {**values, "error": type(exc).__name__, "where": code_trace(exc)}
         self._emit("error", event, values)
 
     def _emit(self, level: str, event: str, values: dict[str, Any]) -> None:

@@ -206,7 +206,7 @@ class Driver(OwnsNursery):
         self._closed_reason = "closed"
         self.initialize_result: InitializeResult | None = None
         self.timings_ms: dict[str, float] = {}
-        self._log = _log.bind(server=self.name)
+        self._log = self._log_budget.wrap(_log).bind(server=self.name)
 
     # -- what the server said about itself ----------------------------------------------
 

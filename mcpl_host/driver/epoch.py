@@ -95,6 +95,7 @@ class Epoch:
         # Answers queued by the reader itself (refusals, pings, invalid requests, a
         # batch's array), not yet written: the reader stops reading while too many wait.
         self.queued_answers = 0
+        self.queued_bytes = 0  # their bytes: an answer repeats the peer's id
         self.unwritten_answers = 0  # queued answers the transport ended before writing
         self._written = trio.Event()  # set after each write, and when the epoch ends
         self.log = (log if log is not None else _log).bind(server=server, epoch=number)
@@ -200,6 +201,7 @@ class Epoch:
             return False
         self._outbox.append((line, None, True, True))
         self.queued_answers += 1
+        self.queued_bytes += len(line)
         self._work.set()
         return True
 
@@ -237,8 +239,9 @@ class Epoch:
             self._written.set()
             if self.unwritten_answers:
                 # One line for all of them: a flood of requests must not become a
-                # flood of log lines at close.
-                self.log.warning(
+                # flood of log lines at close. Closing on purpose drops them too.
+                closing = self.end_reason == "closed"
+                (self.log.info if closing else self.log.warning)(
                     "answers not written",
                     count=self.unwritten_answers,
                     reason=f"the transport ended ({self.end_reason or 'closed'})",
@@ -249,6 +252,7 @@ class Epoch:
         for entry in entries:
             if entry[3]:
                 self.queued_answers -= 1
+                self.queued_bytes -= len(entry[0])
                 self.unwritten_answers += 1
 
     async def _write_batch(self, batch: list[_Entry]) -> bool:
@@ -285,9 +289,11 @@ class Epoch:
                     self.on_wire("out", bytes(line).rstrip(b"\n"))
 
     def _mark_written(self, sent: list[_Entry]) -> None:
-        for _, pending, _, answer in sent:
+        for line, pending, _, answer in sent:
             if answer:
                 self.queued_answers -= 1
+                self.queued_bytes -= len(line)
+                self._written.set()  # a paused reader may read on
             elif pending is not None and pending.epoch is self:
                 pending.written = True
                 if pending.abandoned and self.on_late_write is not None:
@@ -399,14 +405,16 @@ class BatchSlot:
 
     def queue(self, answer: ResultAnswer | ErrorAnswer, responder: Responder) -> None:  # noqa: ARG002 - AnswerSink's signature
         self.reply.answers.fill(self.index, answer)
+        self._queue_if_complete()
+
+    def withdraw(self, responder: Responder) -> None:  # noqa: ARG002 - AnswerSink's signature
+        self.reply.answers.drop(self.index)
+        self._queue_if_complete()
+
+    def _queue_if_complete(self) -> None:
         line = self.reply.line()
         if line is not None:
             self.epoch.queue_answer(line)
-
-    def withdraw(self, responder: Responder) -> None:
-        self.reply.answers.drop(self.index)
-        if self.reply.answers.complete:
-            self.epoch.spawn(self._flush, responder)
 
     async def _flush(self, responder: Responder) -> bool:
         line = self.reply.line()

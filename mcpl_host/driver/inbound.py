@@ -122,20 +122,30 @@ class Inbound:
                     epoch.expect_burst(len(self._pending))
                 for item in items:
                     self._on_line(epoch, item)
-                    if epoch.open and epoch.queued_answers >= self.max_owed_answers:
+                    if self._owes_too_much(epoch):
                         await self._wait_for_answers(epoch)
+                        if not epoch.open:
+                            break
         finally:
             if epoch.open:
                 self._on_lost(epoch, reason)
+
+    def _owes_too_much(self, epoch: Epoch) -> bool:
+        """``max_owed_answers`` answers queued, or as many bytes as one inbound line may
+        hold (each answer repeats the peer's id, which can be that long)."""
+        return epoch.open and (
+            epoch.queued_answers >= self.max_owed_answers
+            or epoch.queued_bytes >= self.max_message_bytes
+        )
 
     async def _wait_for_answers(self, epoch: Epoch) -> None:
         """Too many answers owed to a server that is not taking them: read nothing more
         from it until they are written (or the write timeout ends the transport)."""
         epoch.log.info(
             "reading paused",
-            reason=f"{epoch.queued_answers} answers owed (max_owed_answers)",
+            reason=f"{epoch.queued_answers} answers ({epoch.queued_bytes} bytes) owed",
         )
-        while epoch.open and epoch.queued_answers >= self.max_owed_answers:
+        while self._owes_too_much(epoch):
             await epoch.wait_for_writes()
 
     def _on_line(self, epoch: Epoch, item: bytes | OversizedLine) -> None:
@@ -228,7 +238,7 @@ class Inbound:
             )
             epoch.queue_answer(encode(plan.answer))
             if self._pending:
-                self._refused_answers(epoch, batch)
+                self._refused_answers(epoch, batch, plan)
             return
         assert isinstance(plan, BatchPlan)
         reply = BatchReply(BatchAnswers(plan))
@@ -238,14 +248,10 @@ class Inbound:
         if line is not None:
             epoch.queue_answer(line)
 
-    def _refused_answers(self, epoch: Epoch, batch: Batch) -> None:
+    def _refused_answers(self, epoch: Epoch, batch: Batch, plan: BatchRefused) -> None:
         """A refused array may carry answers to the host's requests: none is taken, so
         those requests fail now rather than wait for their timeouts."""
-        assert epoch.profile is not None
-        error = (
-            f"the server answered with a JSON-RPC batch, which protocol revision "
-            f"{epoch.profile.revision} does not allow"
-        )
+        error = f"the server's JSON-RPC batch was refused: {plan.answer.error.message}"
         # At most the cap's worth of entries is decoded: a refused array is never whole.
         for raw in batch.entries(self.max_batch_entries) or ():
             entry = classify_entry(raw)

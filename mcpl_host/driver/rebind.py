@@ -76,6 +76,8 @@ class ToolHints:
 
     def learn(self, result: msgspec.Raw, *, first_page: bool) -> None:
         """Take a ``tools/list`` result; a first page replaces what was known."""
+        if first_page:  # even when the page is refused below: the old hints are stale
+            self._repeatable.clear()
         token = _ROOM.set([MAX_HINTED_TOOLS])
         try:
             listing = _TOOL_LIST.decode(result)
@@ -83,8 +85,6 @@ class ToolHints:
             return  # not ours to judge here; the caller gets the result as it is
         finally:
             _ROOM.reset(token)
-        if first_page:
-            self._repeatable.clear()
         for tool in listing.tools:
             hints = tool.annotations
             if hints and (hints.read_only_hint or hints.idempotent_hint):

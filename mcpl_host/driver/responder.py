@@ -108,9 +108,8 @@ class Responder:
     def refuse(self, code: int, message: str, data: Any = UNSET) -> None:
         """Answer with a JSON-RPC error at once, from the reader: the answer is queued
         (it counts toward the answers owed until written), no task waits for it."""
-        if self._refuse_second():
-            return
-        self._sink.queue(error_answer(self.id, code, message, _sendable(data)), self)
+        if not self._refuse_second():
+            self._sink.queue(error_answer(self.id, code, message, _sendable(data)), self)
 
     def withdraw(self) -> None:
         """No answer will be sent (the server cancelled the request)."""

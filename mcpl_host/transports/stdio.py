@@ -212,7 +212,7 @@ class StdioTransport:
             # The embedder's callback must not stop the reading: a child whose stderr is
             # not drained blocks. No traceback: renderers that show locals would print
             # the raw line.
-            self._log.warning(
+            self._stderr_log.warning(
                 "stderr callback failed",
                 error=type(exc).__name__,
                 detail=self._redactor.log_value(str(exc)),

@@ -43,17 +43,19 @@ def test_a_later_page_has_the_last_word_and_a_first_page_starts_again() -> None:
     assert [hints.repeatable(n) for n in "abcz"] == [False, False, False, True]
 
 
-def test_a_page_that_does_not_fit_changes_nothing() -> None:
-    hints = ToolHints()
-    hints.learn(page(tool("a", readOnlyHint=True)), first_page=True)
+def test_a_first_page_that_does_not_fit_forgets_every_hint() -> None:
+    """The server relisted its tools: what it said before is stale, and a hint kept by
+    mistake could send a call that is not safe to repeat twice."""
     for bad in (
         page(tool("x", readOnlyHint=True), {"nameless": 1}),
         page(tool("x", readOnlyHint="yes")),  # type: ignore[arg-type]
         msgspec.Raw(b'{"tools": 5}'),
         msgspec.Raw(b"[]"),
     ):
+        hints = ToolHints()
+        hints.learn(page(tool("a", readOnlyHint=True)), first_page=True)
         hints.learn(bad, first_page=True)
-        assert hints.repeatable("a")
+        assert not hints.repeatable("a")
         assert not hints.repeatable("x")
 
 
@@ -66,8 +68,8 @@ def test_a_page_of_more_tools_than_the_bound_is_not_read() -> None:
     hints.learn(
         page(*many, {"name": "last", "annotations": {"readOnlyHint": True}}), first_page=True
     )
-    # Like a page that does not fit: what was known stays, nothing of it is learned.
-    assert hints.repeatable("a")
+    # Like a first page that does not fit: what was known is forgotten, nothing learned.
+    assert not hints.repeatable("a")
     assert not hints.repeatable("t0")
     hints.learn(page(*many), first_page=True)
     assert hints.repeatable("t0")
