@@ -7,6 +7,7 @@ filled up. Everything runs under an autojump clock: the timeouts are the real on
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +17,7 @@ import trio
 import trio.testing
 from structlog.testing import capture_logs
 
-from mcpl_host import ConnectionClosed, RequestTimeout, ServerRequest
+from mcpl_host import ConnectionClosed, RequestTimeout, ServerRequest, StdioTarget
 from mcpl_host.client.connection import Connection
 from mcpl_host.driver import inbound
 from mcpl_host.transports.memory import StreamTransport
@@ -295,3 +296,47 @@ async def test_params_that_are_not_utf8_are_answered_invalid_params(
         answer = msgspec.json.decode(await peer.recv_line())
         assert answer["id"] == 3
         assert answer["error"]["code"] == -32602
+
+
+async def test_owed_answers_are_bounded_in_bytes_too(autojump_clock: trio.abc.Clock) -> None:
+    """Each answer repeats the peer's id: 256 answers to ids of 1 MiB would be 256 MiB."""
+    conn, peer = lockstep_connection(max_owed_answers=256, write_timeout=30)
+    big = b"x" * (1024 * 1024)
+    most = 0
+    async with trio.open_nursery() as nursery:
+        await deaf_after_handshake(conn, peer, nursery)
+        lines = (b'{"jsonrpc":"2.0","id":"%d%s","method":"ping"}' % (i, big) for i in range(300))
+        nursery.start_soon(flood, peer, lines)
+        with trio.fail_after(60):
+            while conn._epoch is not None and conn._epoch.open:
+                most = max(most, conn._epoch.queued_bytes)
+                await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()
+    # max_message_bytes (16 MiB) plus the one answer that passed it
+    assert most <= 16 * 1024 * 1024 + len(big) + 100
+
+
+PING_BURST_SERVER = """
+import json, sys
+def send(s): sys.stdout.write(s); sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "initialize":
+        send(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion":
+            "2025-11-25", "capabilities": {}, "serverInfo": {"name": "b", "version": "1"}}}) + "\\n")
+    elif "method" in m and "id" in m:
+        out = json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {}}) + "\\n"
+        out += "".join(json.dumps({"jsonrpc": "2.0", "id": "p%d" % i, "method": "ping"}) + "\\n"
+                       for i in range(40))
+        send(out)
+"""
+
+
+async def test_a_reader_paused_at_the_bound_reads_on_once_its_answers_are_written() -> None:
+    """Over a pipe, a request written at once (no writer task) also writes the answers
+    queued before it: the paused reader must learn that, or it waits forever."""
+    target = StdioTarget.of([sys.executable, "-c", PING_BURST_SERVER])
+    with trio.fail_after(20):
+        async with Connection(target, max_owed_answers=32, request_timeout=5) as conn:
+            for _ in range(100):
+                assert await conn.request("tools/list") == {}

@@ -382,7 +382,9 @@ async def test_an_array_answer_the_revision_refuses_fails_its_request_at_once() 
                 await peer.send([{"jsonrpc": "2.0", "id": request["id"], "result": {}}])
 
             nursery.start_soon(server)
-            with pytest.raises(ProtocolError, match="batch was refused: .*does not allow JSON-RPC batches"):
+            with pytest.raises(
+                ProtocolError, match=r"batch was refused: .*does not allow JSON-RPC batches"
+            ):
                 await conn.request("tools/call", {"name": "x"})
             refusal = await peer.recv()
             assert refusal["id"] is None
