@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import msgspec
+
 __all__ = ["TOOL_SEPARATOR", "ToolEntry", "qualify"]
 
 TOOL_SEPARATOR: Final = "__"
@@ -31,28 +33,35 @@ class ToolEntry:
     ``name``: the aggregated name, unique in the list (what ``call_tool`` takes);
     ``server``: the configured server's name; ``tool``: the server's own name for it;
     ``definition``: the tool object as the server listed it (``description``,
-    ``inputSchema``, ``annotations``...).
+    ``inputSchema``, ``annotations``...), decoded anew from ``json`` on each use: kept
+    as its JSON, a catalogue of schemas costs its bytes, where decoded it could cost
+    thirty times that (a schema of empty arrays and objects).
     """
 
     name: str
     server: str
     tool: str
-    definition: dict[str, Any]
+    json: bytes
+
+    @property
+    def definition(self) -> dict[str, Any]:
+        value: dict[str, Any] = msgspec.json.decode(self.json)
+        return value
 
 
 def qualify(
     servers: Sequence[str],
-    listings: Mapping[str, Sequence[dict[str, Any]]],
+    listings: Mapping[str, Sequence[tuple[str, bytes]]],
     *,
     separator: str = TOOL_SEPARATOR,
 ) -> list[ToolEntry]:
-    """Name the tools of ``listings`` (by server; each tool a dict with a string
-    ``name``), in the order of ``servers`` (every configured server, in configuration
+    """Name the tools of ``listings`` (by server; each tool its own name and its
+    JSON), in the order of ``servers`` (every configured server, in configuration
     order) and then of each server's list. Servers missing from ``listings`` add
     nothing but keep their position, so the suffixes of the others do not move."""
     positions = {server: index for index, server in enumerate(servers, start=1)}
-    bare: list[tuple[str, str, dict[str, Any]]] = [
-        (server, tool["name"], tool) for server in servers for tool in listings.get(server, ())
+    bare: list[tuple[str, str, bytes]] = [
+        (server, name, tool) for server in servers for name, tool in listings.get(server, ())
     ]
     counts = Counter(f"{server}{separator}{name}" for server, name, _ in bare)
     taken = {name for name, count in counts.items() if count == 1}

@@ -5,19 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
+import msgspec
 import trio
 
-from .._log import get_logger
+from .._log import PeerLogBudget, get_logger
 from ..client.connection import Connection
-from ..client.pagination import collect
-from ..protocol.errors import McplHostError
+from ..client.pagination import list_raw
+from ..protocol.errors import McplHostError, ProtocolError
 from .naming import TOOL_SEPARATOR, ToolEntry, qualify
 
 __all__ = ["MAX_PAGES", "ToolListing", "gather_tools", "list_server_tools"]
 
 _log = get_logger("mcpl_host.manager")
+_PLAIN: Final = msgspec.json.Decoder()
 
 MAX_PAGES: Final = 1000
 """A server handing out new cursors forever must not keep the manager listing forever."""
@@ -52,7 +54,7 @@ async def gather_tools(
     """List the tools of every server given a Connection, concurrently; a server given
     an error instead is reported with it. Never raises a
     :class:`~mcpl_host.McplHostError`: every server's trouble ends in ``errors``."""
-    listings: dict[str, list[dict[str, Any]]] = {}
+    listings: dict[str, list[tuple[str, bytes]]] = {}
     errors: dict[str, McplHostError] = {}
 
     async def one(name: str, conn: Connection) -> None:
@@ -76,8 +78,8 @@ async def gather_tools(
 
 async def list_server_tools(
     conn: Connection, *, timeout: float | None = None, max_pages: int = MAX_PAGES
-) -> tuple[list[dict[str, Any]], McplHostError | None]:
-    """One server's whole tool list (:func:`mcpl_host.client.pagination.collect`), or no tools and
+) -> tuple[list[tuple[str, bytes]], McplHostError | None]:
+    """One server's whole tool list (name and JSON of each tool), or no tools and
     why (never raises a :class:`~mcpl_host.McplHostError`): never a partial list.
 
     The error is the request's own (:class:`~mcpl_host.RequestError`,
@@ -88,20 +90,25 @@ async def list_server_tools(
     without a string ``name`` are left out, and so is a name already listed by this
     server (``tools/call`` could not tell the two apart), each with a warning.
     """
-    log = _log.bind(server=conn.name)
+    log = PeerLogBudget().wrap(_log).bind(server=conn.name)
     try:
-        listed = await collect(conn, "tools/list", "tools", max_pages=max_pages, timeout=timeout)
+        listed = await list_raw(conn, "tools/list", "tools", max_pages=max_pages, timeout=timeout)
     except McplHostError as exc:
         return [], exc
-    tools: list[dict[str, Any]] = []
+    tools: list[tuple[str, bytes]] = []
     names: set[str] = set()
-    for tool in listed:
-        name = tool.get("name") if isinstance(tool, dict) else None
+    for item in listed:
+        # Decoded once to check it and read its name, then kept as its JSON (ToolEntry).
+        try:
+            name = _PLAIN.decode(item).get("name")  # list_raw passes objects only
+        except msgspec.DecodeError as exc:  # a string in it that is not UTF-8
+            error = f"a tool of tools/list is not JSON: {conn.redactor.log_value(str(exc))}"
+            return [], ProtocolError(error, server=conn.name)
         if not isinstance(name, str):
             log.warning("tool left out", reason="not an object with a string name")
         elif name in names:
             log.warning("tool left out", reason="listed twice", tool=conn.redactor.log_value(name))
         else:
             names.add(name)
-            tools.append(tool)
+            tools.append((name, bytes(item)))
     return tools, None

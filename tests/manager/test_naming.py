@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from mcpl_host.manager import qualify
 
 
-def _tools(*names: str) -> list[dict[str, Any]]:
-    return [{"name": name} for name in names]
+def _tools(*names: str) -> list[tuple[str, bytes]]:
+    return [(name, msgspec.json.encode({"name": name})) for name in names]
 
 
-def _names(servers: list[str], listings: dict[str, list[dict[str, Any]]], **kw: Any) -> list[str]:
+def _names(
+    servers: list[str], listings: dict[str, list[tuple[str, bytes]]], **kw: Any
+) -> list[str]:
     return [entry.name for entry in qualify(servers, listings, **kw)]
 
 
