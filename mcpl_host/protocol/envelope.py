@@ -156,6 +156,7 @@ class Batch(msgspec.Struct, frozen=True, gc=False):
 Classified: TypeAlias = Request | Notification | Response | InvalidRequest | Ignored
 
 NESTED_TOO_DEEP: Final = InvalidRequest(("the message nests arrays and objects too deeply",), None)
+_DEEP_NO_METHOD: Final = Ignored("a message nested too deeply to read, with no method")
 """A line (or entry) nested deeper than msgspec follows: its members cannot be read, so
 it is answered -32600 with id null, like any request whose id cannot be read."""
 
@@ -259,13 +260,13 @@ def decode_line(line: bytes) -> Classified | Batch:
         try:
             return _classify_other(line)
         except RecursionError:
-            return NESTED_TOO_DEEP
+            return _too_deep(line)
         except msgspec.DecodeError:
             return _decode_repaired(line)
     except msgspec.DecodeError:
         return _decode_repaired(line)
     except RecursionError:
-        return NESTED_TOO_DEEP
+        return _too_deep(line)
     return _decide(env.method, env.id, env.jsonrpc == "2.0", env)
 
 
@@ -282,9 +283,16 @@ def _decode_repaired(line: bytes) -> Classified | Batch:
             return _classify_other(repaired)
         return _decide(env.method, env.id, env.jsonrpc == "2.0", env)
     except RecursionError:
-        return NESTED_TOO_DEEP
+        return _too_deep(line)
     except msgspec.DecodeError:
         return _NOT_JSON
+
+
+def _too_deep(line: bytes) -> Classified:
+    """A line too deep to read: answered -32600 as a request whose id cannot be read,
+    unless it names no method anywhere: a response (or anything else) is never
+    answered, and its request waits for its timeout."""
+    return NESTED_TOO_DEEP if b'"method"' in line else _DEEP_NO_METHOD
 
 
 def _classify_other(line: bytes) -> Classified | Batch:

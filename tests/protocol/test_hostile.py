@@ -87,9 +87,6 @@ def test_a_5000_digit_number_alone_is_json_that_is_not_an_object() -> None:
     "line",
     [
         b'{"jsonrpc":"2.0","id":1,"method":"x","params":' + b"[" * DEEP + b"]" * DEEP + b"}",
-        b'{"jsonrpc":"2.0","id":1,"result":' + b"[" * DEEP + b"]" * DEEP + b"}",
-        b'{"id":true,"params":' + b"[" * DEEP + b"]" * DEEP + b"}",
-        b"[" * DEEP + b"]" * DEEP,
         b'[{"id":1,"method":"x","params":' + b"[" * DEEP + b"]" * DEEP + b"}]",
     ],
 )
@@ -97,10 +94,24 @@ def test_nesting_past_the_decoder_s_depth_is_invalid_with_id_null(line: bytes) -
     assert decode_line(line) == NESTED_TOO_DEEP
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc":"2.0","id":1,"result":' + b"[" * DEEP + b"]" * DEEP + b"}",
+        b'{"id":true,"params":' + b"[" * DEEP + b"]" * DEEP + b"}",
+        b"[" * DEEP + b"]" * DEEP,
+    ],
+)
+def test_a_line_too_deep_that_names_no_method_is_never_answered(line: bytes) -> None:
+    """It cannot be a request: a response is never answered (JSON-RPC)."""
+    assert type(decode_line(line)) is Ignored
+
+
 def test_unclosed_nesting_past_the_depth_is_too_deep() -> None:
     # The decoder stops at its depth before it reaches the end of the line, so it cannot
     # tell this from deep valid JSON: both are "too deeply", never an exception.
-    assert decode_line(b"[" * DEEP) == NESTED_TOO_DEEP
+    assert type(decode_line(b"[" * DEEP)) is Ignored
+    assert decode_line(b'{"method":' + b"[" * DEEP) == NESTED_TOO_DEEP
 
 
 def test_ordinary_nesting_is_read() -> None:
