@@ -13,10 +13,13 @@ item of a listed tool, resource, template or prompt, keep theirs.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import msgspec
 from msgspec import Raw
+
+from ..protocol.errors import ProtocolError
+from ..protocol.redact import log_value
 
 __all__ = [
     "Annotations",
@@ -208,16 +211,72 @@ class ToolAnnotations(WireType):
     open_world_hint: bool | None = None
 
 
+_OBJECT_SCHEMA: Final = Raw(b'{"type":"object"}')
+_ABSENT: Final = Raw()
+
+
 class Tool(WireType):
+    """A tool. ``input_schema``, ``output_schema``, ``execution`` and ``meta`` are any
+    JSON a server chose: they are kept as their JSON (the ``*_json`` fields) and decoded
+    anew on each use. Decoded up front, a server's schemas could cost thirty times their
+    bytes (a schema of empty arrays) for as long as the list is cached; kept, a list
+    costs about its bytes. Each must be a JSON object (or null, where optional), as the
+    revisions say: anything else makes the list a :class:`ResultDecodeError`."""
+
     name: str
-    input_schema: dict[str, Any] = msgspec.field(default_factory=lambda: {"type": "object"})
+    input_schema_json: Raw = msgspec.field(default=_OBJECT_SCHEMA, name="inputSchema")
     description: str | None = None
     title: str | None = None  # 2025-06-18
     annotations: ToolAnnotations | None = None  # 2025-03-26
-    output_schema: dict[str, Any] | None = None  # 2025-06-18
+    output_schema_json: Raw = msgspec.field(default=_ABSENT, name="outputSchema")  # 2025-06-18
     icons: list[Icon] | None = None  # 2025-11-25
-    execution: dict[str, Any] | None = None  # 2025-11-25 (tasks)
-    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    execution_json: Raw = msgspec.field(default=_ABSENT, name="execution")  # 2025-11-25
+    meta_json: Raw = msgspec.field(default=_ABSENT, name="_meta")
+
+    def __post_init__(self) -> None:
+        # Only the first byte is read: the members stay undecoded until used.
+        if _first(self.input_schema_json) != b"{":
+            raise ValueError("Expected `object` - at `$.inputSchema`")
+        for member, raw in (
+            ("outputSchema", self.output_schema_json),
+            ("execution", self.execution_json),
+            ("_meta", self.meta_json),
+        ):
+            if _first(raw) not in (b"", b"{", b"n"):
+                raise ValueError(f"Expected `object | null` - at `$.{member}`")
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        value: dict[str, Any] = _object_or_none(self.input_schema_json) or {}
+        return value
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None:
+        return _object_or_none(self.output_schema_json)
+
+    @property
+    def execution(self) -> dict[str, Any] | None:
+        return _object_or_none(self.execution_json)
+
+    @property
+    def meta(self) -> dict[str, Any] | None:
+        return _object_or_none(self.meta_json)
+
+
+def _first(raw: Raw) -> bytes:
+    return bytes(memoryview(raw)[:1])
+
+
+def _object_or_none(raw: Raw) -> dict[str, Any] | None:
+    """A member kept as JSON, decoded: None when absent or null. A string in it that is
+    not UTF-8 (never checked while it was skipped) is a :class:`ProtocolError`."""
+    if not raw:
+        return None
+    try:
+        value: dict[str, Any] | None = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise ProtocolError(f"a tool's member is not JSON: {log_value(str(exc))}") from None
+    return value
 
 
 class CallToolResult(WireType):
