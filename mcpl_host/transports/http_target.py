@@ -75,9 +75,14 @@ class HttpTarget:
                 raise ConfigurationError(f"invalid HTTP header name {log_value(str(name))!r}")
             if name.lower() in _OWN_HEADERS:
                 raise ConfigurationError(f"HTTP header {name} is set by the transport")
-            if not isinstance(value, str) or any(ch in value for ch in "\r\n\0"):
+            # httpx sends header values as ASCII: anything else would fail every POST.
+            if (
+                not isinstance(value, str)
+                or not value.isascii()
+                or any(ch in value for ch in "\r\n\0")
+            ):
                 raise ConfigurationError(
-                    f"HTTP header {name} must be a string without CR, LF or NUL"
+                    f"HTTP header {name} must be an ASCII string without CR, LF or NUL"
                 )
             copied[name] = value
         object.__setattr__(self, "headers", MappingProxyType(copied))

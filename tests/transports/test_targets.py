@@ -211,3 +211,13 @@ def test_redactor_for_sockets_masks_only_extra_secrets() -> None:
     redactor = redactor_for(TcpTarget("h", 1), extra_secrets=[CANARY])
     assert redactor.redact(f"x {CANARY} y") == f"x {REDACTION_MARK} y"
     assert redactor_for(UnixTarget("/s")).redact(CANARY) == CANARY
+
+
+@pytest.mark.parametrize("value", ["Bearer caf\u00e9-secret", "a\r\nb", "x\0"])
+def test_an_http_header_value_that_cannot_go_on_the_wire_is_a_configuration_error(
+    value: str,
+) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        HttpTarget("https://example.test/mcp", headers={"Authorization": value})
+    assert "secret" not in str(info.value)
+    assert "ASCII" in str(info.value)
