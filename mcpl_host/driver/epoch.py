@@ -144,6 +144,8 @@ class Epoch:
                 if self.on_wire is not None:
                     self.on_wire("out", bytes(line).rstrip(b"\n"))
                 rest.append((memoryview(line)[sent:], pending, True, answer))
+                if answer:  # the rest stays counted, by its own length
+                    self.queued_bytes -= sent
                 sent = 0
             else:
                 rest.append(entry)

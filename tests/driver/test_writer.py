@@ -15,6 +15,7 @@ import trio.lowlevel
 import trio.testing
 
 from mcpl_host import Connection, RequestTimeout
+from mcpl_host.driver.epoch import Epoch
 from mcpl_host.transports._pipes import PipeStream
 from mcpl_host.transports.memory import StreamTransport
 
@@ -116,3 +117,62 @@ async def test_a_request_given_up_while_its_line_is_written_is_cancelled() -> No
 
 def _answer(request: dict[str, Any]) -> bytes:
     return b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % request["id"]
+
+
+class QuarterNowait(trio.abc.Stream):
+    """Takes a quarter of what send_nowait offers; send_all takes everything."""
+
+    def __init__(self) -> None:
+        self.data = b""
+
+    def send_nowait(self, data: bytes | memoryview) -> int:
+        taken = len(data) // 4
+        self.data += bytes(data[:taken])
+        return taken
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await trio.lowlevel.checkpoint()
+        self.data += bytes(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:  # noqa: ARG002
+        await trio.sleep_forever()
+        return b""  # pragma: no cover
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+class _Pending:
+    settled = written = abandoned = False
+    epoch = None
+
+
+async def test_an_answer_written_in_part_stays_counted_by_what_is_left() -> None:
+    """The answers owed are counted in bytes too: a part written must leave the count,
+    or it would drift up until the reader paused for good."""
+    stream = QuarterNowait()
+    async with trio.open_nursery() as nursery:
+        epoch = Epoch(
+            1,
+            StreamTransport(stream),
+            server="s",
+            on_lost=lambda *_: None,
+            spawn=nursery.start_soon,
+        )
+        answer = b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
+        epoch.queue_answer(answer)
+        request = b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
+        epoch.send_request(request, _Pending())  # type: ignore[arg-type]
+        part = (len(answer) + len(request)) // 4
+        assert part < len(answer)  # the answer went out in part
+        assert epoch.queued_bytes == len(answer) - part
+        nursery.start_soon(epoch.write_loop)
+        with trio.fail_after(5):
+            while epoch.queued_answers:
+                await epoch.wait_for_writes()
+        assert (epoch.queued_answers, epoch.queued_bytes) == (0, 0)
+        assert stream.data == answer + request
+        epoch.end("closed")
