@@ -16,7 +16,7 @@ import msgspec
 import trio
 from msgspec import UNSET, Raw
 
-from .._log import PeerLogBudget, code_trace, get_logger
+from .._log import PeerLogBudget, get_logger
 from ..protocol.batch import BatchAnswers, BatchPlan, BatchRefused, plan_batch
 from ..protocol.envelope import (
     Batch,
@@ -177,14 +177,10 @@ class Inbound:
             else:
                 assert not isinstance(message, Batch)
                 self._on_message(epoch, message, None, 0)
-        except Exception as exc:  # a bug must not kill the reader; say so loudly
-            # Only the exception's type and the code's frames: its message, or a
-            # traceback's, can carry what the peer sent.
-            epoch.log.error(  # noqa: TRY400
-                "internal error while handling a message",
-                error=type(exc).__name__,
-                where=code_trace(exc),
-            )
+        except Exception:  # a bug must not kill the reader; say so loudly
+            # With the exception's type and the code's frames only (RateLimited): its
+            # message, or a traceback's, can carry what the peer sent.
+            epoch.log.exception("internal error while handling a message")
 
     def _during_handshake(self, epoch: Epoch, message: Classified | Batch) -> None:
         assert epoch.handshake is not None
@@ -479,13 +475,8 @@ class Inbound:
             self._timeouts.watch(pending)
         try:
             pending.on_progress(progress.progress, progress.total, progress.message)
-        except Exception as exc:  # the embedder's bug, but each is caused by a peer's message
-            self._log.error(
-                "progress callback failed",
-                method=pending.method,
-                error=self.redactor.log_value(repr(exc)),
-                where=code_trace(exc),
-            )
+        except Exception:  # the embedder's bug, but each is caused by a peer's message
+            self._log.exception("progress callback failed", method=pending.method)
 
     def _describe(self, message: Classified | Batch) -> dict[str, Any]:
         if isinstance(message, (Request, Notification)):
