@@ -63,7 +63,11 @@ _DIES_AFTER_INITIALIZE = (
     "result = {'protocolVersion': '2025-11-25', 'capabilities': {},"
     " 'serverInfo': {'name': 'brief', 'version': '1'}}\n"
     "print(json.dumps({'jsonrpc': '2.0', 'id': request['id'], 'result': result}), flush=True)\n"
-    "sys.stdin.readline()\n",
+    "sys.stdin.readline()\n"
+    # Dies 0.2 s after notifications/initialized: well within Reconnect.stable, and late
+    # enough that the host has finished its handshake (an exit in the same instant is
+    # the other failure, "closed during initialize", which makes no handshake to count).
+    "import time; time.sleep(0.2)\n",
 )
 
 
