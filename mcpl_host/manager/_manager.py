@@ -10,6 +10,7 @@ from typing import Any, Final
 import trio
 from msgspec import UNSET
 
+from .._log import get_logger
 from ..client.connection import Connection, TransportFactory
 from ..client.hooks import ElicitationHook, SamplingHook, as_roots
 from ..client.pagination import DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_ITEMS
@@ -27,7 +28,7 @@ from ..driver.reconnect import Reconnect
 from ..driver.responder import Handler
 from ..events import EventCallback
 from ..protocol.batch import DEFAULT_MAX_BATCH_ENTRIES
-from ..protocol.errors import ConfigurationError, McplHostError
+from ..protocol.errors import ConfigurationError, McplHostError, RequestTimeout
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.profiles import validate_allowlist
 from ..transports.targets import Target
@@ -39,6 +40,8 @@ from .status import ServerStatus
 from .tools import ToolListing, gather_tools
 
 __all__ = ["DEFAULT_RECONNECT", "ConnectionManager"]
+
+_log = get_logger("mcpl_host.manager")
 
 DEFAULT_RECONNECT: Final = Reconnect()
 
@@ -241,9 +244,12 @@ class ConnectionManager(OwnsNursery):
             rebind=rebind,
         )
 
-    async def set_roots(self, roots: Iterable[Root | str]) -> None:
+    async def set_roots(self, roots: Iterable[Root | str], *, timeout: float | None = None) -> None:
         """Replace the roots offered to every server: each connected one is told
-        (``notifications/roots/list_changed``), and servers that connect later get them.
+        (``notifications/roots/list_changed``), all at once, and servers that connect
+        later get them. A server that does not take the notice within ``timeout``
+        (default: the request timeout) is logged, not raised: it has the new roots
+        whenever it asks, and it must not keep the others from being told.
 
         Raises ``ValueError`` when the manager was made without ``roots``, ``TypeError``
         for a root that is neither a Root nor a string.
@@ -252,9 +258,17 @@ class ConnectionManager(OwnsNursery):
             raise ValueError("this manager offers no roots: pass roots=[...] to ConnectionManager")
         chosen = as_roots(roots)
         self._new_connection = functools.partial(self._new_connection, roots=chosen)
-        for server in self._servers.values():
-            if server.connection is not None:
-                await server.connection.set_roots(chosen)
+
+        async def tell(name: str, connection: Connection) -> None:
+            try:
+                await connection.set_roots(chosen, timeout=timeout)
+            except RequestTimeout:
+                _log.warning("roots not told", server=name, reason="the server is not reading")
+
+        async with trio.open_nursery() as nursery:
+            for name, server in self._servers.items():
+                if server.connection is not None:
+                    nursery.start_soon(tell, name, server.connection)
 
     def _server(self, name: str) -> ManagedServer:
         try:

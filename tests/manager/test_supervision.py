@@ -12,6 +12,7 @@ from mcpl_host import (
     ConnectionClosed,
     InitializeError,
     Reconnect,
+    RequestTimeout,
     TransportError,
     VersionError,
 )
@@ -19,6 +20,7 @@ from mcpl_host.events import Closed, Connected, Disconnected, Event, Reconnected
 from mcpl_host.manager import ConnectionManager, ServerUnavailable, UnknownServer
 from mcpl_host.testing import Script, serve
 
+from ..hostile.harness import stdio
 from .helpers import (
     POLICY,
     StatusLog,
@@ -297,3 +299,31 @@ async def test_new_roots_reach_every_server(autojump_clock: trio.abc.Clock) -> N
         async with ConnectionManager({}) as manager:
             with pytest.raises(ValueError, match="offers no roots"):
                 await manager.set_roots(["file:///x"])
+
+
+async def test_a_server_that_stopped_reading_does_not_keep_the_others_from_new_roots() -> None:
+    """The first server stops reading after its handshake: its notice times out (logged,
+    not raised) while the second is told all the same."""
+    good = (
+        Script()
+        .handshake()
+        .expect("notifications/roots/list_changed")
+        .send_request("roots/list")
+        .expect_answer()
+        .expect_close()
+    )
+    with trio.fail_after(30), capture_logs() as logs:
+        async with serve(good) as two:
+            servers = {"deaf": stdio("deaf_flood", "--count", 0), "two": two.target}
+            async with ConnectionManager(servers, roots=["file:///old"]) as manager:
+                # Fill the deaf server's pipe, so that nothing more reaches it.
+                with pytest.raises(RequestTimeout):
+                    await manager.connection("deaf").notify(
+                        "notifications/x", {"pad": "x" * 1_000_000}, timeout=0.5
+                    )
+                await manager.set_roots(["file:///new"], timeout=0.5)
+                while not two.record.answers():
+                    await trio.sleep(0.01)
+            await two.wait_done()
+            assert two.record.answers()[0]["result"] == {"roots": [{"uri": "file:///new"}]}
+    assert [e["server"] for e in logs if e["event"] == "roots not told"] == ["deaf"]
