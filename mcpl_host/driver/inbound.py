@@ -45,7 +45,7 @@ from ..protocol.redact import Redactor
 from .epoch import BatchReply, BatchSlot, Epoch
 from .mcpl_session import McplSession
 from .pending import PROGRESS, Pending
-from .responder import Handler, Responder, ServerRequest, ping
+from .responder import PING_RESULT, Handler, Responder, ServerRequest, ping
 from .timeouts import TimeoutWatch
 
 __all__ = ["Inbound"]
@@ -345,7 +345,7 @@ class Inbound:
                 **self.redactor.fields(id=request.id, method=request.method),
                 outcome=Outcome.DISPATCHED,
             )
-            responder.answer_now({})
+            responder.answer_now(PING_RESULT)
             return
         self.dispatch(epoch, request, responder, handler)
 

@@ -9,7 +9,7 @@ unanswered and why.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeAlias, TypeVar
+from typing import Any, Final, Protocol, TypeAlias, TypeVar
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -20,7 +20,7 @@ from ..protocol.errors import INTERNAL_ERROR
 from ..protocol.messages import ErrorAnswer, ResultAnswer, error_answer
 from ..protocol.redact import Redactor
 
-__all__ = ["Handler", "Responder", "ServerRequest", "ping"]
+__all__ = ["PING_RESULT", "Handler", "Responder", "ServerRequest", "ping"]
 
 _log = get_logger("mcpl_host.responder")
 _ENCODER = msgspec.json.Encoder()
@@ -135,9 +135,14 @@ def _sendable(data: Any) -> Any:
     return data
 
 
+PING_RESULT: Final = Raw(b"{}")
+"""The answer to ``ping``: an empty result."""
+
+
 async def ping(_request: ServerRequest) -> Any:
-    """The built-in ``ping`` handler. The reader answers it itself, with no task."""
-    return {}
+    """The built-in ``ping`` handler. The reader answers it itself, with no task (with
+    :data:`PING_RESULT`); a handler of the embedder's for ``ping`` runs as any other."""
+    return PING_RESULT
 
 
 class ServerRequest:
