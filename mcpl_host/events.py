@@ -15,6 +15,7 @@ from typing import Any, TypeAlias
 import msgspec
 
 from .protocol.errors import McplHostError
+from .protocol.profiles import era_of
 
 __all__ = [
     "Closed",
@@ -36,11 +37,17 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Connected:
-    """The handshake succeeded on transport epoch ``epoch``."""
+    """The handshake (or, on 2026-07-28, ``server/discover``) succeeded on transport
+    epoch ``epoch``."""
 
     epoch: int
     protocol_version: str
     server_info: dict[str, Any]
+
+    @property
+    def era(self) -> str:
+        """``"stateless"`` (2026-07-28 on) or ``"handshake"`` (``initialize``)."""
+        return era_of(self.protocol_version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +129,11 @@ class Reconnected:
     epoch: int
     protocol_version: str
     server_info: dict[str, Any]
+
+    @property
+    def era(self) -> str:
+        """``"stateless"`` or ``"handshake"``, as :attr:`Connected.era`."""
+        return era_of(self.protocol_version)
 
 
 @dataclass(frozen=True, slots=True)

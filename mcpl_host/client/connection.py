@@ -27,6 +27,7 @@ from ..driver.core import (
     TransportFactory,
 )
 from ..driver.epoch import DEFAULT_WRITE_TIMEOUT
+from ..driver.negotiate import DEFAULT_DISCOVER_TIMEOUT
 from ..driver.pending import Pending, ProgressCallback
 from ..driver.reconnect import Reconnect
 from ..driver.responder import Handler, ServerRequest
@@ -36,7 +37,7 @@ from ..protocol.batch import DEFAULT_MAX_BATCH_ENTRIES
 from ..protocol.capabilities import client_capabilities
 from ..protocol.errors import ConnectionClosed, McplHostError, RequestError
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
-from ..protocol.profiles import PROFILES, validate_allowlist
+from ..protocol.profiles import PROFILES, handshake_era, stateless_era, validate_allowlist
 from ..transports.targets import Target
 from .cache import ListCache
 from .calls import ClientCalls
@@ -96,6 +97,7 @@ class Connection(Driver, ClientCalls):
         url_elicitation: bool = False,
         on_event: EventCallback | None = None,
         initialize_timeout: float = DEFAULT_INITIALIZE_TIMEOUT,
+        discover_timeout: float = DEFAULT_DISCOVER_TIMEOUT,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
@@ -114,6 +116,11 @@ class Connection(Driver, ClientCalls):
         ``max_subscriptions``, ``max_list_items`` or ``max_list_bytes`` below 1,
         ``TypeError`` for a root that is neither a Root nor a string.
 
+        ``versions``: the revisions the host may speak (default: all). With 2026-07-28
+        among them it asks ``server/discover`` first and falls back to ``initialize``
+        when the server is of the handshake era (an error that is not a 2026-07-28 one,
+        or no answer within ``discover_timeout``); the era found is remembered per
+        target (docs/protocol.md).
         ``reconnect``: without a policy (the default) the connection ends with its
         transport; with one, a lost transport is replaced and pending requests rebound,
         after the new transport is asked again for the resource subscriptions and the
@@ -141,20 +148,26 @@ class Connection(Driver, ClientCalls):
                 elicitation, self._context, self._url_mode
             )
         self._lists = ListCache()
+        handshake, stateless = handshake_era(allowlist), stateless_era(allowlist)
+        hooked = {
+            "roots": self._roots is not None,
+            "sampling": sampling is not None,
+            "elicitation": elicitation is not None,
+            "url_elicitation": url_elicitation,
+        }
         super().__init__(
             target,
             name=name,
             versions=allowlist,
             client_info=client_info,
             handlers={**hooks, **(handlers or {})},
-            # Capabilities go out before a revision is agreed: shaped for the one offered.
-            capabilities=client_capabilities(
-                PROFILES[allowlist[0]],
-                roots=self._roots is not None,
-                sampling=sampling is not None,
-                elicitation=elicitation is not None,
-                url_elicitation=url_elicitation,
+            # Capabilities go out before a revision is agreed: shaped for the one offered
+            # in each era.
+            capabilities=client_capabilities(PROFILES[handshake[0]], **hooked) if handshake else {},
+            stateless_capabilities=(
+                client_capabilities(PROFILES[stateless[0]], **hooked) if stateless else {}
             ),
+            discover_timeout=discover_timeout,
             on_event=on_event,
             initialize_timeout=initialize_timeout,
             request_timeout=request_timeout,

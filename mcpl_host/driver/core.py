@@ -41,6 +41,7 @@ from ..events import (
 )
 from ..mcpl.host import Mcpl
 from ..protocol.batch import DEFAULT_MAX_BATCH_ENTRIES, MAX_BATCH_ENTRIES_CEILING
+from ..protocol.discover import Discovery, request_meta
 from ..protocol.errors import (
     ConfigurationError,
     ConnectionClosed,
@@ -49,7 +50,7 @@ from ..protocol.errors import (
     TransportError,
 )
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
-from ..protocol.handshake import Established, Failed, Handshake, InitializeResult
+from ..protocol.handshake import Established, Failed, InitializeResult
 from ..protocol.messages import OutNotification, encode
 from ..protocol.profiles import Profile, validate_allowlist
 from ..protocol.redact import Redactor
@@ -59,6 +60,7 @@ from .epoch import DEFAULT_WRITE_TIMEOUT, Epoch
 from .inbound import Inbound
 from .lifetime import OwnsNursery
 from .mcpl_session import McplSession
+from .negotiate import DEFAULT_DISCOVER_TIMEOUT, Negotiator
 from .outbound import Outbound
 from .pending import Pending, ProgressCallback
 from .reconnect import Reconnect
@@ -83,6 +85,21 @@ DEFAULT_MAX_SERVER_REQUESTS: Final = 64
 DEFAULT_MAX_OWED_ANSWERS: Final = 256
 
 
+def _check_bounds(
+    max_owed_answers: int, max_batch_entries: int, write_timeout: float, discover_timeout: float
+) -> None:
+    if max_owed_answers < 1:
+        raise ConfigurationError("max_owed_answers must be at least 1")
+    if not 1 <= max_batch_entries <= MAX_BATCH_ENTRIES_CEILING:
+        raise ConfigurationError(
+            f"max_batch_entries must be between 1 and {MAX_BATCH_ENTRIES_CEILING}"
+        )
+    if not write_timeout > 0:
+        raise ConfigurationError("write_timeout must be positive")
+    if not discover_timeout > 0:
+        raise ConfigurationError("discover_timeout must be positive")
+
+
 class _State(enum.Enum):
     NEW = "new"
     CONNECTED = "connected"
@@ -104,8 +121,10 @@ class Driver(OwnsNursery):
         client_info: Mapping[str, Any] | None = None,
         handlers: Mapping[str, Handler] | None = None,
         capabilities: Mapping[str, Any] | None = None,
+        stateless_capabilities: Mapping[str, Any] | None = None,
         on_event: EventCallback | None = None,
         initialize_timeout: float = DEFAULT_INITIALIZE_TIMEOUT,
+        discover_timeout: float = DEFAULT_DISCOVER_TIMEOUT,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
@@ -121,7 +140,9 @@ class Driver(OwnsNursery):
 
         ``handlers`` serve the server's requests by method (``ping`` is built in);
         ``capabilities`` are the client capabilities ``initialize`` offers (MCPL's are
-        added when ``mcpl`` is given). The other options are :class:`~mcpl_host.Connection`'s.
+        added when ``mcpl`` is given), ``stateless_capabilities`` those every request
+        names on the stateless revision. The other options are
+        :class:`~mcpl_host.Connection`'s.
         """
         self.target: Target | TransportFactory = (
             parse_target(target) if isinstance(target, str) else target
@@ -138,14 +159,7 @@ class Driver(OwnsNursery):
         self.initialize_timeout = initialize_timeout
         self.max_message_bytes = max_message_bytes
         self.max_server_requests = max_server_requests
-        if max_owed_answers < 1:
-            raise ConfigurationError("max_owed_answers must be at least 1")
-        if not 1 <= max_batch_entries <= MAX_BATCH_ENTRIES_CEILING:
-            raise ConfigurationError(
-                f"max_batch_entries must be between 1 and {MAX_BATCH_ENTRIES_CEILING}"
-            )
-        if not write_timeout > 0:
-            raise ConfigurationError("write_timeout must be positive")
+        _check_bounds(max_owed_answers, max_batch_entries, write_timeout, discover_timeout)
         self.max_owed_answers = max_owed_answers
         self.write_timeout = write_timeout
         # One budget of log lines for everything this connection's server can cause.
@@ -153,9 +167,11 @@ class Driver(OwnsNursery):
         self._on_event = on_event
         self._handlers: dict[str, Handler] = {"ping": ping, **(handlers or {})}
         self._capabilities = dict(capabilities or {})
+        self._stateless_capabilities = dict(stateless_capabilities or {})
         self._mcpl: McplSession | None = None
         if mcpl is not None:
             self._capabilities.update(McplSession.capabilities())
+
         self._ids = itertools.count(1)  # never reused on this connection
         self._epoch_numbers = itertools.count(1)
         self._reconnect = reconnect
@@ -199,6 +215,17 @@ class Driver(OwnsNursery):
                 max_held_requests=max_server_requests,
                 log_budget=self._log_budget,
             )
+        self._negotiator = Negotiator(
+            allowlist=self.allowlist,
+            capabilities=self._capabilities,
+            stateless_capabilities=self._stateless_capabilities,
+            client_info=self.client_info,
+            redactor=self.redactor,
+            next_id=lambda: next(self._ids),
+            discover_timeout=discover_timeout,
+            # A target of the embedder's own making has no name to remember an era by.
+            era_key=None if callable(self.target) else describe(self.target),
+        )
         self._epoch: Epoch | None = None
         self._nursery: trio.Nursery | None = None
         self._closing = False
@@ -240,6 +267,11 @@ class Driver(OwnsNursery):
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
+        """What the host told the server it can do: on the stateless revision, what each
+        request names; else what ``initialize`` offered."""
+        profile = self.profile
+        if profile is not None and profile.stateless:
+            return dict(self._stateless_capabilities)
         return dict(self._capabilities)
 
     # -- lifetime ----------------------------------------------------------------------
@@ -310,31 +342,22 @@ class Driver(OwnsNursery):
         )
         epoch.on_late_write = self._outbound.written_late
         self._epoch = epoch
-        handshake = Handshake(
-            allowlist=self.allowlist,
-            request_id=next(self._ids),
-            capabilities=self._capabilities,
-            client_info=self.client_info,
-            redactor=self.redactor,
-        )
-        epoch.handshake = handshake
         nursery.start_soon(self._inbound.read, epoch)
         nursery.start_soon(epoch.write_loop)
         try:
             with trio.fail_after(self.initialize_timeout):
-                await epoch.write(handshake.request())
-                await epoch.handshake_done.wait()
-            step = epoch.handshake_step
+                step = await self._negotiator.run(epoch)
             if isinstance(step, Established):
-                assert epoch.initialized is not None
-                await epoch.written(epoch.initialized)
+                if epoch.initialized is not None:
+                    await epoch.written(epoch.initialized)
                 if not epoch.open:  # lost right after: it never served as a connection
                     raise epoch.closed_error(outcome_unknown=False)  # noqa: TRY301 - as a lost write
         except trio.TooSlowError:
             await self._end_epoch(epoch, "initialize-timeout")
+            method = "server/discover" if isinstance(epoch.handshake, Discovery) else "initialize"
             raise RequestTimeout(
-                f"no answer to initialize within {self.initialize_timeout:g} s",
-                method="initialize",
+                f"no answer to {method} within {self.initialize_timeout:g} s",
+                method=method,
                 timeout=self.initialize_timeout,
                 server=self.name,
             ) from None
@@ -363,6 +386,12 @@ class Driver(OwnsNursery):
     def _connected(self, epoch: Epoch, step: Established, started: float, opened: float) -> None:
         epoch.connected_at = now = trio.current_time()
         self.initialize_result = step.result
+        # Every request from now on names the revision in force (or none: handshake era).
+        self._outbound.meta = (
+            request_meta(step.profile.revision, self._stateless_capabilities, self.client_info)
+            if step.profile.stateless
+            else None
+        )
         if self._mcpl is not None:
             self._mcpl.start(epoch)
         if not self.timings_ms:

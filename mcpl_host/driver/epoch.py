@@ -14,6 +14,7 @@ import trio
 
 from .._log import get_logger
 from ..protocol.batch import BatchAnswers
+from ..protocol.discover import Discovery, Fallback, Retry
 from ..protocol.envelope import RequestId
 from ..protocol.errors import ConnectionClosed
 from ..protocol.handshake import Established, Failed, Handshake
@@ -79,8 +80,10 @@ class Epoch:
         self._work = trio.Event()
         self.on_late_write: Callable[[Epoch, Pending], None] | None = None
         self.profile: Profile | None = None
-        self.handshake: Handshake | None = None
-        self.handshake_step: Established | Failed | None = None
+        # The exchange that opens the epoch (initialize, or server/discover) and what it
+        # settled; the driver may run a second one after a Fallback or a Retry.
+        self.handshake: Handshake | Discovery | None = None
+        self.handshake_step: Established | Failed | Fallback | Retry | None = None
         self.handshake_done = trio.Event()
         # The write carrying notifications/initialized, queued by the reader.
         self.initialized: _Flush | None = None

@@ -18,6 +18,7 @@ from msgspec import UNSET, Raw
 
 from .._log import PeerLogBudget, get_logger
 from ..protocol.batch import BatchAnswers, BatchPlan, BatchRefused, plan_batch
+from ..protocol.discover import Fallback, Retry
 from ..protocol.envelope import (
     Batch,
     Classified,
@@ -37,9 +38,17 @@ from ..protocol.errors import (
     METHOD_NOT_FOUND,
     ProtocolError,
     RequestError,
+    request_error,
 )
 from ..protocol.framing import LineDecoder, OversizedLine
-from ..protocol.handshake import Established, Failed, Send, Skip, describe_error_member
+from ..protocol.handshake import (
+    Established,
+    Failed,
+    Handshake,
+    Send,
+    Skip,
+    describe_error_member,
+)
 from ..protocol.messages import encode
 from ..protocol.redact import Redactor
 from .epoch import BatchReply, BatchSlot, Epoch
@@ -197,14 +206,15 @@ class Inbound:
                 **self._describe(message),
             )
         else:
-            epoch.log.debug("message", direction="in", method="initialize", outcome=step.outcome)
+            method = "initialize" if isinstance(epoch.handshake, Handshake) else "server/discover"
+            epoch.log.debug("message", direction="in", method=method, outcome=step.outcome)
             try:
                 self._bind(epoch, step)
             finally:  # the connecting task must learn the outcome whatever happens here
                 epoch.handshake_step = step
                 epoch.handshake_done.set()
 
-    def _bind(self, epoch: Epoch, step: Established | Failed) -> None:
+    def _bind(self, epoch: Epoch, step: Established | Failed | Fallback | Retry) -> None:
         """The initialize answer was just read: bind what it settles, here, in the reader,
         before it reads on. A message in the same read as the answer (or just after) is
         then handled by the negotiated revision, and by MCPL's terms for this transport,
@@ -213,7 +223,8 @@ class Inbound:
             return
         # notifications/initialized is the first line after the answer: queued here, it
         # goes out ahead of any answer to what the server sent next.
-        epoch.initialized = epoch.enqueue(step.initialized)
+        if step.initialized is not None:
+            epoch.initialized = epoch.enqueue(step.initialized)
         epoch.profile = step.profile
         # A transport whose requests name the revision (HTTP's header) learns it here,
         # once accepted, never from the server's answer alone.
@@ -304,7 +315,7 @@ class Inbound:
         if response.error is not None:
             code, message, data = describe_error_member(response.error, self.redactor)
             # No usable code stays None: the caller sees that the server gave none.
-            pending.settle(error=RequestError(code, message, data, server=self.server))
+            pending.settle(error=request_error(code, message, data, server=self.server))
         elif response.result is not None:
             pending.settle(result=response.result)
         else:

@@ -19,6 +19,7 @@ import msgspec
 import trio
 from msgspec import Raw
 
+from ..protocol.discover import with_meta
 from ..protocol.errors import ConnectionClosed, McplHostError, ProtocolError, RequestTimeout
 from ..protocol.messages import OutNotification, OutRequest, encode
 from ..protocol.redact import Redactor
@@ -58,6 +59,9 @@ class Outbound:
         self.timeouts = TimeoutWatch()
         self._unsent: list[Pending] = []  # waiting for a transport
         self._tool_hints = ToolHints()
+        # The ``_meta`` every request carries on the stateless revision; None before
+        # and in the handshake era.
+        self.meta: dict[str, Any] | None = None
         self._notices = 0  # notifications/cancelled still being written
         self._notices_done = trio.Event()
 
@@ -120,7 +124,7 @@ class Outbound:
         pending.on_settle = on_settle
         pending.pinned = pinned
         try:
-            line = encode(OutRequest(id=seq, method=method, params=params))
+            line = self._encode(seq, method, params)
         except msgspec.EncodeError as exc:
             raise TypeError(f"params for {method!r} cannot be encoded as JSON: {exc}") from None
         if on_progress is not None:
@@ -184,12 +188,17 @@ class Outbound:
         """
         if request_id is None:
             request_id = self._next_id()
-            line = encode(OutRequest(id=request_id, method=pending.method, params=pending.params))
+            line = self._encode(request_id, pending.method, pending.params)
         pending.id = request_id
         pending.epoch = epoch
         pending.written = False
         self.pending[request_id] = pending
         epoch.send_request(line, pending)
+
+    def _encode(self, request_id: int, method: str, params: Any) -> bytes:
+        if self.meta is not None:
+            params = with_meta(params, self.meta)
+        return encode(OutRequest(id=request_id, method=method, params=params))
 
     def written_late(self, epoch: Epoch, pending: Pending) -> None:
         """A request went out after its caller stopped waiting: tell the server."""

@@ -23,16 +23,19 @@ def client_capabilities(
     elicitation: bool = False,
     url_elicitation: bool = False,
 ) -> dict[str, Any]:
-    """The ``capabilities`` object for ``initialize`` offering ``offered``'s revision.
+    """The ``capabilities`` object for ``initialize`` offering ``offered``'s revision (on
+    the stateless revision: the ``clientCapabilities`` every request names).
 
     ``roots``: the host answers ``roots/list`` and sends
     ``notifications/roots/list_changed`` when its roots change. ``url_elicitation``: the
     elicitation hook also handles URL mode (only said on revisions that define it).
     """
     capabilities: dict[str, Any] = {}
-    requests = offered.server_requests
+    # On the stateless revision the server asks through results (MRTR), and the host
+    # never tells it that roots changed: it asks again when it needs them.
+    requests = offered.server_requests | offered.input_requests
     if roots and "roots/list" in requests:
-        capabilities["roots"] = {"listChanged": True}
+        capabilities["roots"] = {} if offered.stateless else {"listChanged": True}
     if sampling and "sampling/createMessage" in requests:
         capabilities["sampling"] = {}
     if elicitation and "elicitation/create" in requests:

@@ -10,24 +10,31 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "HEADER_MISMATCH",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
+    "MISSING_CLIENT_CAPABILITY",
     "PARSE_ERROR",
+    "UNSUPPORTED_VERSION",
     "CapabilityDenied",
     "ConfigurationError",
     "ConnectionClosed",
+    "HeaderMismatch",
     "InitializeError",
     "LimitExceeded",
     "McplHostError",
+    "MissingClientCapability",
     "OutputSchemaError",
     "ProtocolError",
     "RequestError",
     "RequestTimeout",
     "SpawnError",
     "TransportError",
+    "UnsupportedVersion",
     "VersionError",
+    "request_error",
 ]
 
 # JSON-RPC 2.0, section 5.1.
@@ -36,6 +43,10 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+# MCP 2026-07-28 (each also an HTTP 400).
+HEADER_MISMATCH = -32020
+MISSING_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_VERSION = -32022
 
 
 class McplHostError(Exception):
@@ -236,3 +247,54 @@ class LimitExceeded(McplHostError):
         super().__init__(message, server=server)
         self.limit = limit
         self.value = value
+
+
+class HeaderMismatch(RequestError):
+    """2026-07-28: the server found an HTTP header that disagrees with the request body
+    (-32020), such as ``MCP-Protocol-Version`` against ``_meta``'s version."""
+
+
+class MissingClientCapability(RequestError):
+    """2026-07-28: the request needs a client capability the host did not declare
+    (-32021). ``required`` is the server's ``data.requiredCapabilities`` when it is an
+    object, else empty."""
+
+    def __init__(
+        self, code: int | None, message: str, data: Any = None, *, server: str | None = None
+    ) -> None:
+        super().__init__(code, message, data, server=server)
+        required = data.get("requiredCapabilities") if isinstance(data, dict) else None
+        self.required: dict[str, Any] = required if isinstance(required, dict) else {}
+
+
+class UnsupportedVersion(RequestError):
+    """2026-07-28: the server does not speak the revision the request named (-32022).
+    ``supported`` is the server's ``data.supported`` when it is a list of strings, else
+    empty. Permanent: the same request with the same revision cannot succeed."""
+
+    permanent = True
+
+    def __init__(
+        self, code: int | None, message: str, data: Any = None, *, server: str | None = None
+    ) -> None:
+        super().__init__(code, message, data, server=server)
+        supported = data.get("supported") if isinstance(data, dict) else None
+        self.supported: tuple[str, ...] = (
+            tuple(v for v in supported if isinstance(v, str)) if isinstance(supported, list) else ()
+        )
+
+
+_TYPED: dict[int, type[RequestError]] = {
+    HEADER_MISMATCH: HeaderMismatch,
+    MISSING_CLIENT_CAPABILITY: MissingClientCapability,
+    UNSUPPORTED_VERSION: UnsupportedVersion,
+}
+
+
+def request_error(
+    code: int | None, message: str, data: Any = None, *, server: str | None = None
+) -> RequestError:
+    """The server's error answer as the :class:`RequestError` its code names (a subclass
+    for the codes a host acts on), so a caller can catch the one it handles."""
+    kind = _TYPED.get(code, RequestError) if code is not None else RequestError
+    return kind(code, message, data, server=server)

@@ -31,7 +31,7 @@ from .envelope import (
 )
 from .errors import InitializeError, McplHostError, ProtocolError, VersionError
 from .messages import OutNotification, OutRequest, ResultAnswer, encode
-from .profiles import Profile, negotiate
+from .profiles import Profile, handshake_era, negotiate
 from .redact import Redactor
 
 __all__ = [
@@ -80,12 +80,13 @@ class Skip(msgspec.Struct, frozen=True, gc=False):
 
 
 class Established(msgspec.Struct, frozen=True, gc=False):
-    """The handshake succeeded: write ``initialized``, then run under ``profile``."""
+    """The handshake succeeded: write ``initialized`` (none on the stateless revision,
+    where ``server/discover`` settled it), then run under ``profile``."""
 
     profile: Profile
     result: InitializeResult
     raw_result: msgspec.Raw
-    initialized: bytes
+    initialized: bytes | None
     outcome: Outcome = Outcome.RESPONSE_MATCHED
 
 
@@ -116,9 +117,12 @@ class Handshake:
         client_info: Mapping[str, Any],
         redactor: Redactor | None = None,
     ) -> None:
-        """``allowlist`` comes from :func:`.profiles.validate_allowlist` (newest first)."""
-        self.allowlist = allowlist
-        self.offered = allowlist[0]
+        """``allowlist`` comes from :func:`.profiles.validate_allowlist` (newest first); only
+        its handshake-era revisions take part (the stateless one has no initialize)."""
+        self.allowlist = handshake_era(allowlist)
+        if not self.allowlist:
+            raise ValueError("initialize needs a handshake-era revision in the allowlist")
+        self.offered = self.allowlist[0]
         self.request_id = request_id
         self.state = HandshakeState.WAITING
         self._capabilities = dict(capabilities)

@@ -19,7 +19,10 @@ __all__ = [
     "KNOWN_REVISIONS",
     "PROFILES",
     "Profile",
+    "era_of",
+    "handshake_era",
     "negotiate",
+    "stateless_era",
     "validate_allowlist",
 ]
 
@@ -48,6 +51,12 @@ class Profile:
     #: On timeout the client SHOULD send ``notifications/cancelled`` (R2 made it explicit;
     #: the host does so on every revision, since R1 already allows it).
     cancel_on_timeout: bool = True
+    #: The stateless revision (2026-07-28): no initialize, no session, ``_meta`` on every
+    #: request, ``server/discover``; results carry ``resultType``; servers send no requests.
+    stateless: bool = False
+    #: What a result may ask the host for (``input_required``'s ``inputRequests``, MRTR):
+    #: the stateless revision's stand-in for server requests.
+    input_requests: frozenset[str] = frozenset()
 
 
 _BASE_SERVER_REQUESTS: Final = frozenset({"ping", "roots/list", "sampling/createMessage"})
@@ -89,16 +98,23 @@ _R4: Final = replace(
     url_elicitation=True,
 )
 
+# Stateless: no handshake or session; servers ask for input through results (MRTR), so
+# they send no requests; tasks moved to an extension negotiated on its own.
+_R5: Final = replace(
+    _R4,
+    revision="2026-07-28",
+    server_requests=frozenset(),
+    tasks=False,
+    stateless=True,
+    input_requests=frozenset({"roots/list", "sampling/createMessage"}) | _ELICITATION,
+)
+
 PROFILES: Final[Mapping[str, Profile]] = MappingProxyType(
-    {p.revision: p for p in (_R1, _R2, _R3, _R4)}
+    {p.revision: p for p in (_R1, _R2, _R3, _R4, _R5)}
 )
 
 KNOWN_REVISIONS: Final = tuple(sorted(PROFILES))
 """Every revision the host implements, oldest first (ISO dates sort as text)."""
-
-# Revisions that exist but this host does not speak yet: named in the error so that a
-# user who asks for one learns it is known, not mistyped.
-_NOT_YET: Final = {"2026-07-28": "the stateless revision has no initialize; not implemented yet"}
 
 
 def validate_allowlist(versions: Iterable[str] | None = None) -> tuple[str, ...]:
@@ -118,12 +134,29 @@ def validate_allowlist(versions: Iterable[str] | None = None) -> tuple[str, ...]
         raise ConfigurationError("the version allowlist is empty: allow at least one revision")
     unknown = [v for v in chosen if v not in PROFILES]
     if unknown:
-        details = ", ".join(f"{v!r} ({_NOT_YET[v]})" if v in _NOT_YET else repr(v) for v in unknown)
+        details = ", ".join(repr(v) for v in unknown)
         raise ConfigurationError(
             f"unknown protocol revision in the allowlist: {details}; "
             f"known: {', '.join(KNOWN_REVISIONS)}"
         )
     return tuple(sorted(chosen, reverse=True))
+
+
+def handshake_era(allowlist: Iterable[str]) -> tuple[str, ...]:
+    """The revisions of ``allowlist`` that ``initialize`` can offer, in its order."""
+    return tuple(v for v in allowlist if not PROFILES[v].stateless)
+
+
+def stateless_era(allowlist: Iterable[str]) -> tuple[str, ...]:
+    """The revisions of ``allowlist`` reached by ``server/discover``, in its order."""
+    return tuple(v for v in allowlist if PROFILES[v].stateless)
+
+
+def era_of(revision: str) -> str:
+    """``"stateless"`` for a revision without initialize, else ``"handshake"`` (an
+    unknown revision counts as the handshake era, the only one older revisions had)."""
+    profile = PROFILES.get(revision)
+    return "stateless" if profile is not None and profile.stateless else "handshake"
 
 
 def negotiate(

@@ -50,8 +50,22 @@ class Peer:
 
     async def expect(self, method: str) -> Json:
         message = await self.recv()
+        if method == "initialize" and message.get("method") == "server/discover":
+            # A handshake-era server knows no server/discover: it refuses it, as real
+            # ones do, and the host falls back to initialize.
+            await self.refuse_discover(message)
+            message = await self.recv()
         assert message.get("method") == method, message
         return message
+
+    async def refuse_discover(self, discover: Json) -> None:
+        await self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": discover["id"],
+                "error": {"code": -32601, "message": "Method not found"},
+            }
+        )
 
     async def handshake(
         self, version: str = "2025-11-25", capabilities: Json | None = None
@@ -72,6 +86,31 @@ class Peer:
         )
         await self.expect("notifications/initialized")
         return init
+
+    async def discover(
+        self,
+        versions: list[str] | None = None,
+        capabilities: Json | None = None,
+        server_info: Json | None = None,
+    ) -> Json:
+        """Answer server/discover as a 2026-07-28 server; return the discover request."""
+        request = await self.expect("server/discover")
+        await self.answer(
+            request,
+            {
+                "resultType": "complete",
+                "supportedVersions": versions or ["2026-07-28"],
+                "capabilities": capabilities or {"tools": {}},
+                "instructions": "be stateless",
+                "ttlMs": 0,
+                "cacheScope": "public",
+                "_meta": {
+                    "io.modelcontextprotocol/serverInfo": server_info
+                    or {"name": "stateless", "version": "2.0"}
+                },
+            },
+        )
+        return request
 
     async def answer(self, request: Json, result: Json) -> None:
         await self.send({"jsonrpc": "2.0", "id": request["id"], "result": result})

@@ -12,7 +12,7 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcpl_host.protocol.profiles import KNOWN_REVISIONS
+from mcpl_host.protocol.profiles import KNOWN_REVISIONS, handshake_era
 
 from .peer import Peer, memory_connection
 
@@ -75,7 +75,7 @@ async def answers_to(lines: list[str], version: str, *, same_read: bool) -> list
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-@given(version=st.sampled_from(KNOWN_REVISIONS), lines=messages)
+@given(version=st.sampled_from(handshake_era(KNOWN_REVISIONS)), lines=messages)
 async def test_the_same_read_as_the_answer_is_handled_as_a_second_later(
     version: str, lines: list[str], autojump_clock: Any
 ) -> None:

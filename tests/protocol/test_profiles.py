@@ -9,12 +9,24 @@ from mcpl_host.protocol.profiles import KNOWN_REVISIONS, PROFILES, negotiate, va
 
 
 def test_known_revisions() -> None:
-    assert KNOWN_REVISIONS == ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+    assert KNOWN_REVISIONS == (
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+        "2026-07-28",
+    )
 
 
 @pytest.mark.parametrize(
     ("revision", "batches"),
-    [("2024-11-05", True), ("2025-03-26", True), ("2025-06-18", False), ("2025-11-25", False)],
+    [
+        ("2024-11-05", True),
+        ("2025-03-26", True),
+        ("2025-06-18", False),
+        ("2025-11-25", False),
+        ("2026-07-28", False),
+    ],
 )
 def test_batching_by_revision(revision: str, batches: bool) -> None:
     assert PROFILES[revision].accepts_batches is batches
@@ -22,8 +34,16 @@ def test_batching_by_revision(revision: str, batches: bool) -> None:
 
 def test_profile_facts() -> None:
     assert [r for r, p in PROFILES.items() if p.may_send_batches] == ["2025-03-26"]
-    assert [r for r, p in PROFILES.items() if p.version_header] == ["2025-06-18", "2025-11-25"]
-    assert [r for r, p in PROFILES.items() if p.error_without_id] == ["2025-11-25"]
+    assert [r for r, p in PROFILES.items() if p.version_header] == [
+        "2025-06-18",
+        "2025-11-25",
+        "2026-07-28",
+    ]
+    assert [r for r, p in PROFILES.items() if p.error_without_id] == ["2025-11-25", "2026-07-28"]
+    assert [r for r, p in PROFILES.items() if p.stateless] == ["2026-07-28"]
+    # Servers of the stateless revision send no requests: input comes through results.
+    assert PROFILES["2026-07-28"].server_requests == frozenset()
+    assert not PROFILES["2026-07-28"].tasks
     assert "elicitation/create" not in PROFILES["2025-03-26"].server_requests
     assert "elicitation/create" in PROFILES["2025-06-18"].server_requests
     assert "tasks/get" in PROFILES["2025-11-25"].server_requests
@@ -33,7 +53,13 @@ def test_profile_facts() -> None:
 
 
 def test_default_allowlist_is_everything_newest_first() -> None:
-    assert validate_allowlist() == ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+    assert validate_allowlist() == (
+        "2026-07-28",
+        "2025-11-25",
+        "2025-06-18",
+        "2025-03-26",
+        "2024-11-05",
+    )
 
 
 def test_allowlist_is_deduplicated_and_sorted() -> None:
@@ -43,7 +69,7 @@ def test_allowlist_is_deduplicated_and_sorted() -> None:
     )
 
 
-KNOWN = "known: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25"
+KNOWN = "known: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28"
 
 
 @pytest.mark.parametrize(
@@ -55,9 +81,8 @@ KNOWN = "known: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25"
             f"unknown protocol revision in the allowlist: '2099-01-01'; {KNOWN}",
         ),
         (
-            ["2099-01-01", "2026-07-28"],
-            "unknown protocol revision in the allowlist: '2099-01-01', '2026-07-28' (the "
-            f"stateless revision has no initialize; not implemented yet); {KNOWN}",
+            ["2099-01-01", "2026-07-29"],
+            f"unknown protocol revision in the allowlist: '2099-01-01', '2026-07-29'; {KNOWN}",
         ),
         ("2025-03-26", "the version allowlist must be a list of revisions, not a string"),
     ],
