@@ -157,7 +157,9 @@ def _head(w: _Writer, report: dict[str, Any]) -> None:
             w.field("server", w.safe(info if info is not None else "(no name)", 200))
     w.field("target", w.safe(report.get("target") or "(none)"))
     if report.get("protocolVersion") is not None:
-        w.field("protocol", w.safe(report["protocolVersion"], 64))
+        era = report.get("era")
+        shown = f" ({w.safe(era, 16)})" if era is not None else ""
+        w.field("protocol", w.safe(report["protocolVersion"], 64) + shown)
     timings = _object(report.get("timings_ms"))
     if timings:
         w.field("timings", ", ".join(_timing(w, k, v) for k, v in timings.items()))

@@ -23,6 +23,7 @@ from ..client.connection import Connection
 from ..client.pagination import list_raw
 from ..events import Event, StderrLine
 from ..protocol.errors import METHOD_NOT_FOUND, McplHostError, RequestError
+from ..protocol.profiles import era_of
 from ..protocol.redact import Redactor
 from ..transports.targets import StdioTarget
 from .args import Call
@@ -200,6 +201,8 @@ def _failed(
 def _server_facts(conn: Connection) -> dict[str, Any]:
     return {
         "protocolVersion": conn.protocol_version,
+        # "stateless" (2026-07-28: server/discover) or "handshake" (initialize).
+        "era": era_of(conn.protocol_version) if conn.protocol_version else None,
         "serverInfo": conn.server_info,
         "capabilities": conn.server_capabilities,
         "instructions": conn.instructions,
@@ -210,7 +213,10 @@ def _connect_timings(conn: Connection, planned: Planned) -> dict[str, float]:
     timings = conn.timings_ms
     # For a stdio server "connecting" is starting its process.
     first = "spawn" if isinstance(planned.target, StdioTarget) else "connect"
-    return {first: timings.get("connect", 0.0), "initialize": timings.get("initialize", 0.0)}
+    # The opening exchange, by its name in the era found (a fallback's includes discover).
+    profile = conn.profile
+    opening = "discover" if profile is not None and profile.stateless else "initialize"
+    return {first: timings.get("connect", 0.0), opening: timings.get("initialize", 0.0)}
 
 
 def _ms(seconds: float) -> float:
