@@ -63,7 +63,7 @@ _log = get_logger("mcpl_host.connection")
 _READ_CHUNK: Final = 64 * 1024
 # Server requests the core profiles gate by revision; a custom handler for any other
 # method is served on every revision.
-_GATED: Final = frozenset({"roots/list", "sampling/createMessage", "elicitation/create"})
+_GATED: Final = frozenset({"ping", "roots/list", "sampling/createMessage", "elicitation/create"})
 
 
 class Inbound:

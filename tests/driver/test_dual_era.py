@@ -330,3 +330,18 @@ async def test_the_era_is_remembered_per_target(tmp_path: Path) -> None:
     # The first connect asks; the second knows the server is of the handshake era.
     assert firsts == ["server/discover", "initialize"]
     ERAS.clear()
+
+
+async def test_a_stateless_server_sending_requests_is_refused_method_not_found() -> None:
+    # 2026-07-28 servers send no requests (they ask through results): ping and the hooks'
+    # methods are refused, even with hooks given.
+    conn, peer = memory_connection(roots=["file:///tmp"])
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(peer.discover)
+            async with conn:
+                for n, method in enumerate(("ping", "roots/list")):
+                    await peer.send({"jsonrpc": "2.0", "id": n, "method": method})
+                    answer = await peer.recv()
+                    assert answer["id"] == n
+                    assert answer["error"]["code"] == -32601
