@@ -224,7 +224,7 @@ class Driver(OwnsNursery):
             next_id=lambda: next(self._ids),
             discover_timeout=discover_timeout,
             # A target of the embedder's own making has no name to remember an era by.
-            era_key=None if callable(self.target) else describe(self.target),
+            era_key=None if callable(self.target) else self.target,
         )
         self._epoch: Epoch | None = None
         self._nursery: trio.Nursery | None = None

@@ -13,7 +13,7 @@ says so (-32022 to ``initialize`` names its stateless revisions) and is asked ag
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Final
 
 import trio
@@ -34,15 +34,20 @@ _ERA_MEMORY: Final = 256
 
 
 class _Eras:
-    """The era last found per target, the oldest forgotten first (bounded)."""
+    """The era last found per target, the oldest forgotten first (bounded).
+
+    Keyed by the target itself (targets are frozen and hashable): the whole command,
+    working directory and env of a stdio server, the URL and headers of an HTTP one. A
+    label such as ``stdio:python (+1 arg)`` would make every such server one.
+    """
 
     def __init__(self) -> None:
-        self._known: OrderedDict[str, str] = OrderedDict()
+        self._known: OrderedDict[Hashable, str] = OrderedDict()
 
-    def get(self, key: str | None) -> str | None:
+    def get(self, key: Hashable | None) -> str | None:
         return None if key is None else self._known.get(key)
 
-    def remember(self, key: str | None, era: str) -> None:
+    def remember(self, key: Hashable | None, era: str) -> None:
         if key is None:
             return
         self._known[key] = era
@@ -55,7 +60,7 @@ class _Eras:
 
 
 ERAS: Final = _Eras()
-"""Per process: the era each target was last found in (keyed by its description)."""
+"""Per process: the era each target was last found in."""
 
 
 class Negotiator:
@@ -71,7 +76,7 @@ class Negotiator:
         redactor: Redactor,
         next_id: Callable[[], int],
         discover_timeout: float,
-        era_key: str | None,
+        era_key: Hashable | None,
     ) -> None:
         self.allowlist = allowlist
         self._stateless = stateless_era(allowlist)

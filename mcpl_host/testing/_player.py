@@ -153,6 +153,8 @@ class _Link(enum.Enum):
 _MISSING: Final = object()
 _MAX_SAFE: Final = 2**53 - 1
 _SHOWN: Final = 8
+# What a dual-era host may open a connection with, before a handshake step's initialize.
+_OPENINGS: Final = frozenset({"initialize", "server/discover"})
 _SORTED: Final = msgspec.json.Encoder(order="sorted")
 
 
@@ -297,7 +299,20 @@ class Player:
             yield from self._send(error_line(request_id, step.code, step.message, step.data))
 
     def _handshake(self, step: Handshake) -> Play:
-        init = yield from self._expect("initialize", None, step.timeout)
+        # A dual-era host asks server/discover first; a handshake-era server knows no
+        # such method and refuses it (-32601), so the host falls back to initialize.
+        yield from self._connected(step.timeout)
+        deadline = self._clock() + self._timeout(step.timeout)
+        while True:
+            init = yield from self._wait_for(
+                lambda line: line.method in _OPENINGS, step.timeout, deadline=deadline
+            )
+            if init.method == "initialize":
+                break
+            if init.kind == "request":
+                yield from self._send(
+                    error_line(init.id, -32601, "Method not found: server/discover", None)
+                )
         result: dict[str, Any] = {"protocolVersion": step.version}
         if step.capabilities is not None:
             result["capabilities"] = step.capabilities

@@ -77,7 +77,7 @@ async def test_an_unplanned_request_is_answered_method_not_found(mode: Mode) -> 
     prompts = _request_of(record, "prompts/list")
     late_request = _request_of(record, "resources/list")
     assert _line(late_request) == (
-        b'{"jsonrpc":"2.0","id":4,"method":"resources/list","params":{"cursor":"x"}}'
+        b'{"jsonrpc":"2.0","id":5,"method":"resources/list","params":{"cursor":"x"}}'
     )
     assert record.unplanned() == [prompts, late_request]
     answers = [entry.unplanned_answer for entry in record if entry.unplanned_answer is not None]
@@ -89,7 +89,7 @@ async def test_an_unplanned_request_is_answered_method_not_found(mode: Mode) -> 
                 "error": {"code": -32601, "message": "Method not found: prompts/list"},
             }
         ),
-        b'{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"Method not found: resources/list"}}',
+        b'{"jsonrpc":"2.0","id":5,"error":{"code":-32601,"message":"Method not found: resources/list"}}',
     ]
     assert "request 'prompts/list' (id " in str(record)
     assert ", answered as unplanned" in str(record)
@@ -128,13 +128,13 @@ async def test_the_unplanned_answer_is_chosen_by_the_script(mode: Mode) -> None:
 
     record = server.record
     assert [entry.unplanned_answer for entry in record if entry.unplanned_answer] == [
-        b'{"jsonrpc":"2.0","id":2,"result":{"planned":false}}',
-        b'{"jsonrpc":"2.0","id":4,"error":{"code":-32000,"message":"not now","data":{"retry":true}}}',
+        b'{"jsonrpc":"2.0","id":3,"result":{"planned":false}}',
+        b'{"jsonrpc":"2.0","id":5,"error":{"code":-32000,"message":"not now","data":{"retry":true}}}',
     ]
     assert [m["method"] for m in record.unplanned()] == ["prompts/list", "prompts/get"]
     assert record.lines()[-2:] == [
-        b'{"jsonrpc":"2.0","id":6,"method":"resources/list"}',
-        b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6,'
+        b'{"jsonrpc":"2.0","id":7,"method":"resources/list"}',
+        b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,'
         b'"reason":"timeout"}}',
     ]
 
@@ -190,15 +190,15 @@ async def test_concurrent_requests_are_expected_in_any_order(mode: Mode) -> None
     # Whatever order the four came in, each is on the wire as the host wrote it.
     ids = {
         message["params"]["name"] if "params" in message else "list": message["id"]
-        for message in record.requests()[1:]  # after initialize
+        for message in record.requests()[2:]  # after server/discover and initialize
     }
-    assert sorted(ids.values()) == [2, 3, 4, 5]
+    assert sorted(ids.values()) == [3, 4, 5, 6]
     expected = [
         b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":{}}}'
         % (ids[name], name.encode())
         for name in "abc"
     ] + [b'{"jsonrpc":"2.0","id":%d,"method":"tools/list"}' % ids["list"]]
-    assert sorted(record.lines()[2:]) == sorted(expected)
+    assert sorted(record.lines()[3:]) == sorted(expected)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -226,4 +226,4 @@ async def test_a_reply_to_a_chosen_earlier_request(mode: Mode) -> None:
     assert _line(slow) == _line(
         {"jsonrpc": "2.0", "id": slow["id"], "method": "tools/call", "params": _call("slow")}
     )
-    assert slow["id"] in (2, 3)
+    assert slow["id"] in (3, 4)

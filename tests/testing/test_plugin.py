@@ -54,6 +54,7 @@ async def test_stdio_files_go_in_tmp_path(
         "started",
         "at",
         "connected",
+        "line",  # server/discover, refused by the handshake step
         "line",
         "line",
         "at",

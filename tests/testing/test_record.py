@@ -109,5 +109,5 @@ async def test_assert_cancelled_after_a_real_timeout(autojump_clock: trio.abc.Cl
             with pytest.raises(RequestTimeout):
                 await conn.request("tools/call", {"name": "slow"}, timeout=5)
             await server.wait_done()
-    cancel = server.record.assert_cancelled(2)
-    assert cancel["params"] == {"requestId": 2, "reason": "timeout"}
+    cancel = server.record.assert_cancelled(3)
+    assert cancel["params"] == {"requestId": 3, "reason": "timeout"}

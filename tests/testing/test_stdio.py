@@ -67,7 +67,7 @@ async def test_a_temporary_directory_goes_but_the_record_stays() -> None:
             await server.wait_done()
     assert not directory.exists()
     assert server.record.connections == 1
-    assert len(server.record.lines()) == 2
+    assert len(server.record.lines()) == 3  # server/discover, initialize, initialized
 
 
 def test_usage() -> None:

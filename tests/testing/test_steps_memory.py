@@ -33,10 +33,13 @@ async def test_handshake_answers_only_what_it_is_given(autojump_clock: trio.abc.
                 assert conn.server_capabilities == {}
                 assert conn.instructions is None
             await server.wait_done()
+    # The dual-era host asked server/discover first; the handshake step refused it.
     assert [m.get("method") for m in server.record.messages()] == [
+        "server/discover",
         "initialize",
         "notifications/initialized",
     ]
+    assert server.record.unplanned() == []
 
 
 async def test_handshake_with_everything(autojump_clock: trio.abc.Clock) -> None:
@@ -110,6 +113,7 @@ async def test_ping_answered_while_waiting_unless_expected(autojump_clock: trio.
             assert await conn.request("ping") == {"scripted": True}  # the script's own
             await server.wait_done()
     assert [m["method"] for m in server.record.requests()] == [
+        "server/discover",
         "initialize",
         "ping",
         "tools/list",
@@ -277,7 +281,7 @@ async def test_garbage_and_oversized_lines_are_ignored(autojump_clock: trio.abc.
         ):
             await server.wait_done()
     # Nothing answered the garbage or the dropped line: the next answer is the ping's.
-    assert server.record.lines()[2:] == [b'{"jsonrpc":"2.0","id":"after","result":{}}']
+    assert server.record.lines()[3:] == [b'{"jsonrpc":"2.0","id":"after","result":{}}']
     assert [e.level for e in events if isinstance(e, ServerLog)] == ["info"]
     assert [e for e in events if isinstance(e, Disconnected)] == [Disconnected(1, "closed")]
 
@@ -442,7 +446,7 @@ async def test_mismatch_surfaces_within_the_timeout(autojump_clock: trio.abc.Clo
     assert info.value.step == "expect('tools/call')"
     assert str(info.value) == (
         "scripted server, step 3 expect('tools/call') on connection 1: no matching message "
-        "came within 2 s; the host sent instead: request 'tools/list' (id 2)"
+        "came within 2 s; the host sent instead: request 'tools/list' (id 3)"
     )
 
 
@@ -534,14 +538,16 @@ async def test_record_per_connection(autojump_clock: trio.abc.Clock) -> None:
     record = server.record
     assert record.connections == 2
     assert [m["method"] for m in record.messages(connection=1)] == [
+        "server/discover",
         "initialize",
         "notifications/initialized",
         "tools/list",
     ]
     assert [m["method"] for m in record.messages(connection=2)] == [
+        "server/discover",
         "initialize",
         "notifications/initialized",
     ]
     assert (
-        record.lines(connection=2)[1] == b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+        record.lines(connection=2)[2] == b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
     )
