@@ -52,7 +52,7 @@ from ..protocol.errors import (
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.handshake import Established, Failed, InitializeResult
 from ..protocol.messages import OutNotification, encode
-from ..protocol.profiles import Profile, validate_allowlist
+from ..protocol.profiles import Profile, handshake_era, validate_allowlist
 from ..protocol.redact import Redactor
 from ..transports import Transport, open_transport
 from ..transports.targets import Target, describe, parse_target, redactor_for
@@ -154,6 +154,12 @@ class Driver(OwnsNursery):
             self.redactor = redactor_for(self.target, extra_secrets=secrets)
             self.name = name or describe(self.target)
         self.allowlist = validate_allowlist(versions)
+        if mcpl is not None:
+            # MCPL extends the handshake era (its grant rides on initialize): an MCPL
+            # connection never asks server/discover and never speaks 2026-07-28.
+            self.allowlist = handshake_era(self.allowlist)
+            if not self.allowlist:
+                raise ConfigurationError("MCPL needs a handshake-era revision in versions")
         self.client_info = dict(client_info or {"name": "mcpl_host", "version": "0.1.0"})
         self.request_timeout = request_timeout
         self.initialize_timeout = initialize_timeout

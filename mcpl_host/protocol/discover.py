@@ -31,7 +31,15 @@ from .errors import (
     VersionError,
     request_error,
 )
-from .handshake import Established, Failed, InitializeResult, Skip, describe_error_member
+from .handshake import (
+    Established,
+    Failed,
+    InitializeResult,
+    Send,
+    Skip,
+    answer_ping,
+    describe_error_member,
+)
 from .messages import OutRequest, encode
 from .profiles import PROFILES, handshake_era, stateless_era
 from .redact import Redactor
@@ -160,7 +168,9 @@ class Discovery:
             OutRequest(id=self.request_id, method="server/discover", params={"_meta": meta})
         )
 
-    def receive(self, item: Classified | Batch) -> Skip | Established | Failed | Fallback | Retry:
+    def receive(
+        self, item: Classified | Batch
+    ) -> Send | Skip | Established | Failed | Fallback | Retry:
         """Decide what one inbound item means while the discover answer is due."""
         if self.settled:
             return Skip("discovery is already settled", Outcome.IGNORED)
@@ -169,8 +179,16 @@ class Discovery:
                 step = self._answer(item)
                 self.settled = True
                 return step
+            case _Response() if item.names_no_request:
+                # An id-less error names the one request it could not read: discover,
+                # the only one out (as it is initialize's answer in the handshake).
+                step = self._error(item)
+                self.settled = True
+                return step
             case _Response():
                 return Skip("a response to no request of the host", Outcome.RESPONSE_UNMATCHED)
+            case Request(method="ping"):
+                return answer_ping(item)
             case Request() | Notification() | InvalidRequest() | Batch():
                 return Skip("a message before server/discover was answered", Outcome.IGNORED)
             case Ignored():

@@ -42,6 +42,7 @@ __all__ = [
     "InitializeResult",
     "Send",
     "Skip",
+    "answer_ping",
     "describe_error_member",
 ]
 
@@ -70,6 +71,12 @@ class Send(msgspec.Struct, frozen=True, gc=False):
 
     line: bytes
     outcome: Outcome = Outcome.DISPATCHED
+
+
+def answer_ping(request: Request) -> Send:
+    """A server may ping before the opening exchange settles (of either era): it gets
+    ``{}`` with its own id."""
+    return Send(encode(ResultAnswer(id=request.id, result=_EMPTY_RESULT)))
 
 
 class Skip(msgspec.Struct, frozen=True, gc=False):
@@ -151,7 +158,7 @@ class Handshake:
             case Response():
                 return self._response(item)
             case Request(method="ping"):
-                return Send(encode(ResultAnswer(id=item.id, result=_EMPTY_RESULT)))
+                return answer_ping(item)
             case Request():
                 return Skip(
                     f"request {self._name(item.method)} before initialize completed "

@@ -54,12 +54,17 @@ __all__ = [
 ]
 
 _DEMO = (sys.executable, "-m", "mcpl_host.demo")
-# Answers initialize, reads notifications/initialized, exits.
+# Refuses server/discover as a handshake-era server does (a dual-era host asks it
+# first), answers initialize, reads notifications/initialized, exits.
 _DIES_AFTER_INITIALIZE = (
     sys.executable,
     "-c",
     "import json, sys\n"
     "request = json.loads(sys.stdin.readline())\n"
+    "while request.get('method') != 'initialize':\n"
+    "    error = {'code': -32601, 'message': 'Method not found'}\n"
+    "    print(json.dumps({'jsonrpc': '2.0', 'id': request['id'], 'error': error}), flush=True)\n"
+    "    request = json.loads(sys.stdin.readline())\n"
     "result = {'protocolVersion': '2025-11-25', 'capabilities': {},"
     " 'serverInfo': {'name': 'brief', 'version': '1'}}\n"
     "print(json.dumps({'jsonrpc': '2.0', 'id': request['id'], 'result': result}), flush=True)\n"

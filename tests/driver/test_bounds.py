@@ -26,7 +26,7 @@ from .conftest import connected
 from .peer import Peer
 
 INIT_ANSWER = (
-    b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},'
+    b'{"jsonrpc":"2.0","id":%d,"result":{"protocolVersion":"2025-11-25","capabilities":{},'
     b'"serverInfo":{"name":"deaf","version":"1"}}}\n'
 )
 
@@ -76,8 +76,8 @@ async def deaf_after_handshake(conn: Connection, peer: Peer, nursery: trio.Nurse
     """Start ``conn`` with ``peer`` answering initialize, then reading nothing more."""
 
     async def server() -> None:
-        await peer.expect("initialize")
-        await peer.stream.send_all(INIT_ANSWER)
+        init = await peer.expect("initialize")
+        await peer.stream.send_all(INIT_ANSWER % init["id"])
         await peer.expect("notifications/initialized")
 
     nursery.start_soon(server)

@@ -61,6 +61,14 @@ def send(obj):
 def recv():
     line = sys.stdin.readline()
     return json.loads(line) if line else None
+def recv_initialize():
+    # A handshake-era server: server/discover, which a dual-era host asks first, is
+    # a method it does not know.
+    m = recv()
+    while m is not None and m.get("method") == "server/discover":
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "?"}})
+        m = recv()
+    return m
 """
 
 
@@ -105,7 +113,8 @@ async def test_failed_handshake_leaves_no_process(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     script = _script(
         tmp_path,
-        PRELUDE + 'recv(); send({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, '
+        PRELUDE
+        + 'recv_initialize(); send({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, '
         '"message": "cannot read that"}})\n'
         "time.sleep(60)\n",
     )
@@ -124,7 +133,7 @@ async def test_kill_9_fails_pending_and_reaps(tmp_path: Path) -> None:
     script = _script(
         tmp_path,
         PRELUDE
-        + "m = recv()\n"
+        + "m = recv_initialize()\n"
         + 'send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": '
         + 'm["params"]["protocolVersion"], "capabilities": {}, "serverInfo": {"name": "k"}}})\n'
         + "while recv() is not None: pass\n",
@@ -161,6 +170,11 @@ def _ended(pid: int) -> bool:
 HANDSHAKE_ONLY = """\
 import json, sys
 m = json.loads(sys.stdin.readline())
+if m["method"] == "server/discover":  # refused as a handshake-era server does
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "error": {
+        "code": -32601, "message": "Method not found"}}) + "\\n")
+    sys.stdout.flush()
+    m = json.loads(sys.stdin.readline())
 sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {
     "protocolVersion": m["params"]["protocolVersion"], "capabilities": {},
     "serverInfo": {"name": "brief"}}}) + "\\n")
@@ -219,7 +233,7 @@ async def test_stderr_lines_become_events_redacted(tmp_path: Path) -> None:
         tmp_path,
         PRELUDE
         + 'sys.stderr.write("starting with key " + os.environ["API_KEY"] + "\\n"); sys.stderr.flush()\n'
-        + "m = recv()\n"
+        + "m = recv_initialize()\n"
         + 'send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -1, "message": '
         + '"bad key " + os.environ["API_KEY"] + " and " + sys.argv[2] + " " + sys.argv[3]}})\n'
         + "time.sleep(0.5)\n",

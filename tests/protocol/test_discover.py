@@ -30,7 +30,7 @@ from mcpl_host.protocol.errors import (
     VersionError,
     request_error,
 )
-from mcpl_host.protocol.handshake import Established, Failed, Skip
+from mcpl_host.protocol.handshake import Established, Failed, Send, Skip
 
 R5 = "2026-07-28"
 ALL = (R5, "2025-11-25", "2025-06-18")
@@ -144,13 +144,39 @@ def test_without_a_handshake_era_revision_a_fallback_is_a_version_error() -> Non
 def test_what_arrives_before_the_answer_is_skipped() -> None:
     discovery = _discovery()
     for line in (
-        b'{"jsonrpc":"2.0","id":9,"method":"ping"}',
         b'{"jsonrpc":"2.0","method":"notifications/message","params":{}}',
+        b'{"jsonrpc":"2.0","id":9,"method":"tools/list"}',
         b'{"jsonrpc":"2.0","id":2,"result":{}}',
         b"[1]",
         b"not json",
     ):
         assert isinstance(discovery.receive(decode_line(line)), Skip)
+    assert not discovery.settled
+
+
+def test_a_ping_before_the_answer_is_answered_as_in_the_handshake() -> None:
+    discovery = _discovery()
+    step = discovery.receive(decode_line(b'{"jsonrpc":"2.0","id":null,"method":"ping"}'))
+    assert step == Send(b'{"jsonrpc":"2.0","id":null,"result":{}}\n')
+    assert not discovery.settled
+
+
+@pytest.mark.parametrize("id_member", [b'"id":null,', b""])
+def test_an_id_less_error_is_the_answer_to_discover(id_member: bytes) -> None:
+    # The server could not read the one request out: a handshake-era server's way to
+    # refuse it, so initialize follows (never a wait for discover_timeout).
+    discovery = _discovery()
+    line = b'{"jsonrpc":"2.0",' + id_member + b'"error":{"code":-32700,"message":"Parse error"}}'
+    step = discovery.receive(decode_line(line))
+    assert isinstance(step, Fallback)
+    assert "(-32700)" in step.reason
+    assert discovery.settled
+
+
+def test_an_error_looking_log_line_is_not_an_answer() -> None:
+    discovery = _discovery()
+    step = discovery.receive(decode_line(b'{"error":{"code":1,"message":"a log line"}}'))
+    assert isinstance(step, Skip)
     assert not discovery.settled
 
 
