@@ -42,6 +42,16 @@ def send(message):
     sys.stdout.write(json.dumps(message) + "\\n")
     sys.stdout.flush()
 
+def read_initialize():
+    # A handshake-era server: it refuses server/discover (a dual-era host asks it
+    # first) as a method it does not know, and returns the initialize request.
+    request = json.loads(sys.stdin.readline())
+    while request.get("method") == "server/discover":
+        send({"jsonrpc": "2.0", "id": request["id"],
+              "error": {"code": -32601, "message": "Method not found"}})
+        request = json.loads(sys.stdin.readline())
+    return request
+
 def initialized(request, version=None, server_info=None, capabilities=None):
     send({"jsonrpc": "2.0", "id": request["id"], "result": {
         "protocolVersion": version or request["params"]["protocolVersion"],

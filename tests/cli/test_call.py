@@ -51,7 +51,7 @@ def test_a_call_that_times_out_is_cancelled_and_reported() -> None:
     cancels = [line for line in done.stderr.splitlines() if "notifications/cancelled" in line]
     assert len(cancels) == 1
     assert " -> " in cancels[0]
-    assert '"requestId":2' in cancels[0]
+    assert '"requestId":3' in cancels[0]  # 1 was server/discover, 2 initialize
     # The demo stops counting when cancelled, so closing it needs no SIGTERM grace.
     assert elapsed < 5
 
@@ -63,7 +63,7 @@ def test_a_resources_mime_type_is_shown_escaped_cut_and_redacted(tmp_path: Path)
         tmp_path,
         "mime",
         f"""
-        initialized(json.loads(sys.stdin.readline()), capabilities={{"resources": {{}}}})
+        initialized(read_initialize(), capabilities={{"resources": {{}}}})
         json.loads(sys.stdin.readline())  # notifications/initialized
         request = json.loads(sys.stdin.readline())
         contents = [{{"uri": "x://a", "mimeType": {mime!r}, "text": "hi"}}]

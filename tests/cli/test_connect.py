@@ -142,7 +142,7 @@ def test_the_servers_own_requests_are_answered_while_connected(tmp_path: Path) -
         tmp_path,
         "asks",
         """
-        initialized(json.loads(sys.stdin.readline()))
+        initialized(read_initialize())
         json.loads(sys.stdin.readline())  # notifications/initialized
         send({"jsonrpc": "2.0", "id": None, "method": "ping"})
         send({"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage", "params": {}})

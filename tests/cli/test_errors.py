@@ -52,7 +52,7 @@ def test_an_initialize_error_carries_the_servers_code_and_data(tmp_path: Path) -
         tmp_path,
         "refuses",
         """
-        request = json.loads(sys.stdin.readline())
+        request = read_initialize()
         send({"jsonrpc": "2.0", "id": request["id"],
               "error": {"code": -32000, "message": "license expired", "data": {"until": 1}}})
         sys.stdin.read()
@@ -72,7 +72,7 @@ def test_a_version_outside_the_allowlist_is_rejected(tmp_path: Path) -> None:
         tmp_path,
         "old",
         """
-        initialized(json.loads(sys.stdin.readline()), version="2024-11-05")
+        initialized(read_initialize(), version="2024-11-05")
         sys.stdin.read()
         """,
     )
@@ -91,8 +91,13 @@ def test_a_server_that_never_answers_times_out(tmp_path: Path) -> None:
     report, done = run_json("connect", "--json", "--timeout", "0.3", "--", *argv)
     assert done.returncode == 1
     assert report["error"]["kind"] == "timeout"
-    assert report["error"]["method"] == "initialize"
+    # The opening exchange's first request is the one still waiting: server/discover.
+    assert report["error"]["method"] == "server/discover"
     assert time.monotonic() - started < 10
+    only_handshake = ("--versions", "2025-11-25")
+    report, done = run_json("connect", "--json", "--timeout", "0.3", *only_handshake, "--", *argv)
+    assert report["error"]["kind"] == "timeout"
+    assert report["error"]["method"] == "initialize"
 
 
 def test_a_missing_program_is_spawn_failed(tmp_path: Path) -> None:
@@ -154,7 +159,7 @@ def test_an_initialize_error_without_a_code_is_reported_without_one(tmp_path: Pa
         tmp_path,
         "refuses_no_code",
         """
-        request = json.loads(sys.stdin.readline())
+        request = read_initialize()
         send({"jsonrpc": "2.0", "id": request["id"], "error": {"message": "go away"}})
         sys.stdin.read()
         """,
