@@ -360,9 +360,13 @@ class HttpTransport:
             self._end("read-failed")
 
     async def _answer(self, response: httpx.Response, waiting: set[Any]) -> None:
-        if self._expired(response) or not self._take_session_id(response):
-            return
         status = response.status_code
+        if self._expired(response):
+            return
+        # A session is opened by a success only: a refusal's session id (a server may set
+        # one on its 400 to a request without a session) names nothing the host has.
+        if 200 <= status < 300 and not self._take_session_id(response):
+            return
         kind = content_kind(response)
         if status == 202 or (200 <= status < 300 and not waiting and kind != "application/json"):
             return  # nothing is owed on it: an event stream here is left unread

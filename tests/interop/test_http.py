@@ -65,7 +65,8 @@ async def test_a_server_written_with_the_official_python_sdk_over_http() -> None
         return CreateMessageResult(role="assistant", content=TextContent(text="Paris"), model="m")
 
     with sdk_server_http() as url, trio.fail_after(30):
-        async with Connection(HttpTarget(url), sampling=sample) as conn:
+        # Its handshake era: the server asks the host while answering a POST.
+        async with Connection(HttpTarget(url), versions=["2025-11-25"], sampling=sample) as conn:
             added = await conn.call_tool("add", {"a": 2, "b": 40})
             assert added.structured_content == {"result": 42}  # validated against its schema
             seen: list[float] = []

@@ -34,6 +34,10 @@ from mcpl_host import (
 
 from .servers import sdk_lowlevel_server, sdk_server
 
+# The SDK's server is dual-era: these tests are its handshake era (server requests,
+# logging/setLevel, resources/subscribe). tests/interop/test_stateless.py has the other.
+HANDSHAKE = ["2025-11-25"]
+
 
 async def sample(params: CreateMessageParams, context: HookContext) -> CreateMessageResult:
     assert params.stop_sequences == ["STOP"]
@@ -56,6 +60,7 @@ async def test_structured_tools_hooks_and_errors() -> None:
     with trio.fail_after(30):
         async with Connection(
             sdk_server(),
+            versions=HANDSHAKE,
             name="sdk",
             sampling=sample,
             elicitation=elicit,
@@ -123,7 +128,7 @@ async def test_a_refused_server_request_fails_the_call_with_the_hosts_error() ->
         raise RequestError(-1, "User rejected sampling request")
 
     with trio.fail_after(30):
-        async with Connection(sdk_server(), sampling=refuse) as conn:
+        async with Connection(sdk_server(), versions=HANDSHAKE, sampling=refuse) as conn:
             with pytest.raises(RequestError) as refused:
                 await conn.call_tool("sample", {"prompt": "?"})
             # this SDK passes the host's error on as the error of the tools/call itself
@@ -140,7 +145,9 @@ async def test_a_refused_server_request_fails_the_call_with_the_hosts_error() ->
 async def test_logging_list_changes_and_subscriptions() -> None:
     events: list[Event] = []
     with capture_logs() as logs, trio.fail_after(30):
-        async with Connection(sdk_server(), name="sdk", on_event=events.append) as conn:
+        async with Connection(
+            sdk_server(), versions=HANDSHAKE, name="sdk", on_event=events.append
+        ) as conn:
             logged = await conn.call_tool("log_levels")
             assert logged.text == "logged 5 messages"
             await conn.set_logging_level("warning")

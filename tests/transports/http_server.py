@@ -2,7 +2,8 @@
 
 It keeps sessions (``Mcp-Session-Id``), records every request (method, headers, body),
 answers initialize itself, and asks the test's ``answer(message, session)`` for the rest:
-a dict is sent as JSON, an :class:`Sse` as an event stream, an int as a bare status.
+a dict is sent as JSON, an :class:`Sse` as an event stream, an int as a bare status, a
+:class:`Status` as a status with a JSON body and headers.
 The test can drop every session (the next request of one gets 404), push messages on the
 GET stream, and see everything that arrived.
 """
@@ -28,6 +29,15 @@ class Sse:
     events: list[tuple[str | None, Any]] = field(default_factory=list)
     retry: int | None = None
     delay: float = 0.0  # seconds before the events
+
+
+@dataclass
+class Status:
+    """A status other than 200 with a JSON body and extra headers."""
+
+    code: int
+    payload: Any
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -72,9 +82,11 @@ class ScriptedHttpServer:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-            def _json(self, payload: Any, headers: dict[str, str] | None = None) -> None:
+            def _json(
+                self, payload: Any, headers: dict[str, str] | None = None, code: int = 200
+            ) -> None:
                 data = json.dumps(payload, indent=1).encode()  # pretty: spans lines
-                self.send_response(200)
+                self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 for name, value in (headers or {}).items():
@@ -122,6 +134,8 @@ class ScriptedHttpServer:
                     self._status(202)
                 elif isinstance(answer, int):
                     self._status(answer)
+                elif isinstance(answer, Status):
+                    self._json(answer.payload, answer.headers, answer.code)
                 elif isinstance(answer, Sse):
                     if answer.delay:
                         time.sleep(answer.delay)

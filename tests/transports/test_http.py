@@ -26,7 +26,7 @@ from mcpl_host import (
 )
 from mcpl_host.transports.sse_reopen import FLOOR
 
-from .http_server import ScriptedHttpServer, Sse
+from .http_server import ScriptedHttpServer, Sse, Status
 
 CANARY = "canary-http-7f3a9c"
 
@@ -62,6 +62,27 @@ async def test_json_answers_sessions_and_headers_on_the_wire() -> None:
     assert gets[0].headers["accept"] == "text/event-stream"
     deletes = [s for s in server.seen if s.method == "DELETE"]
     assert [d.headers["mcp-session-id"] for d in deletes] == [session]
+
+
+async def test_a_session_id_on_a_refusal_is_not_kept() -> None:
+    # As the official Python SDK's server answers a POST without a session that is not
+    # initialize: 400, an id-less error, and a session id of its own. That id names no
+    # session the host has; sent back with initialize it would get 404.
+    def answer(message: dict[str, Any], session: str | None) -> Any:
+        if message.get("method") == "server/discover":
+            error = {"code": -32600, "message": "Bad Request: Missing session ID"}
+            return Status(
+                400, {"jsonrpc": "2.0", "id": None, "error": error}, {"Mcp-Session-Id": "stray"}
+            )
+        return None if "id" not in message else result(message, {})
+
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10):
+        async with Connection(HttpTarget(server.url)) as conn:
+            assert conn.protocol_version == "2025-11-25"
+            await conn.request("tools/list")
+        (init,) = server.posted("initialize")
+    assert "mcp-session-id" not in init.headers
+    assert server.posted("tools/list")[0].headers["mcp-session-id"] not in (None, "stray")
 
 
 async def test_the_closing_delete_never_claims_a_refused_revision() -> None:

@@ -57,6 +57,9 @@ def send(message):
     sys.stdout.flush()
 
 init = json.loads(sys.stdin.readline())
+if init["method"] == "server/discover":  # a handshake-era server refuses it
+    send({"jsonrpc": "2.0", "id": init["id"], "error": {"code": -32601, "message": "?"}})
+    init = json.loads(sys.stdin.readline())
 result = {"protocolVersion": init["params"]["protocolVersion"], "capabilities": {}}
 send({"jsonrpc": "2.0", "id": init["id"], "result": result})
 json.loads(sys.stdin.readline())  # notifications/initialized
