@@ -75,7 +75,7 @@ async def _call_listed_tools(conn: Connection) -> None:
     the tools left out for malformed x-mcp-header annotations are never called."""
     for tool in await conn.list_tools():
         required = tool.input_schema.get("required") or []
-        await conn.call_tool(tool.name, {name: "us-east1" for name in required})
+        await conn.call_tool(tool.name, dict.fromkeys(required, "us-east1"))
 
 
 async def _list_tools(conn: Connection) -> None:

@@ -75,7 +75,8 @@ def answers(message: dict[str, Any], _session: str | None) -> Any:
 
 
 def decoded(value: str) -> str:
-    assert value.startswith("=?base64?") and value.endswith("?="), value
+    assert value.startswith("=?base64?"), value
+    assert value.endswith("?="), value
     return base64.b64decode(value[len("=?base64?") : -2]).decode()
 
 
@@ -211,7 +212,7 @@ async def test_a_broken_stream_reissues_what_is_safe_with_a_new_id(tool: str | N
                 out = await conn.call_tool(tool)
                 assert out.content == []
             else:
-                assert [t.name for t in await conn.list_tools()][0] == "annotated"
+                assert next(t.name for t in await conn.list_tools()) == "annotated"
         posts = server.posted(method)
     assert len(posts) == 2
     first, second = (p.body["id"] for p in posts)
@@ -245,3 +246,38 @@ async def test_a_server_that_always_cuts_is_reissued_a_bounded_number_of_times()
             with pytest.raises(ConnectionClosed, match="stream broke"):
                 await conn.list_tools()
         assert len(server.posted("tools/list")) == 4  # the first, then 3 re-issues
+
+
+async def test_schemas_are_kept_as_sent_and_a_network_ref_is_never_fetched() -> None:
+    canary: list[str] = []
+
+    def answer(message: dict[str, Any], session: str | None) -> Any:
+        if message.get("method") == "tools/list":
+            return result(message, {"tools": [schema_tool]})
+        if message.get("method") == "tools/call":
+            return result(message, {"content": [], "structuredContent": {"p": 1}})
+        return answers(message, session)
+
+    with ScriptedHttpServer(answer, stateless=True) as server, trio.fail_after(10):
+        ref = server.url.replace("/mcp", "/canary/profile-schema.json")
+        input_schema = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {"id": {"type": "string", "pattern": "^[a-z]+$"}},
+            "properties": {"id": {"$ref": "#/$defs/id"}, "profile": {"$ref": ref}},
+            "prefixItems": [{"type": "string"}],
+            "unevaluatedProperties": False,
+        }
+        schema_tool = {
+            "name": "lookup",
+            "inputSchema": input_schema,
+            "outputSchema": {"type": "object", "properties": {"p": {"$ref": ref}}},
+        }
+        async with Connection(HttpTarget(server.url)) as conn:
+            (tool,) = await conn.list_tools()
+            assert tool.input_schema == input_schema  # every 2020-12 keyword as sent
+            with capture_logs() as logs:
+                await conn.call_tool("lookup", {"id": "a"})  # its outputSchema: not checkable
+            canary = [s.method for s in server.seen if s.method != "POST"]
+    assert canary == []  # no GET of the $ref, nor anything else
+    assert any(e["event"] == "tool result not validated" for e in logs)
