@@ -23,6 +23,14 @@ where the revision in force has no batches is refused by the connection, and its
 requests are settled the same way. Header values are
 secrets: no log line, error or trace shows them.
 
+On 2026-07-28 (stateless) there is no session, no GET stream and no DELETE: each POST
+carries the headers its own line gives (``MCP-Protocol-Version`` from its ``_meta``,
+``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*`` from the called tool's annotations, which
+the connection hands over: protocol/request_headers.py), a request given up on is
+cancelled by closing its response (its ``notifications/cancelled`` is not POSTed), and a
+response stream that ends before its answer is not resumed but reported to the
+connection, which re-issues or fails each request by the rebinding rule.
+
 Bounded against a hostile server (docs/http.md, "Bounds"): response headers are due
 within the target's timeout; a request the host gave up (its ``notifications/cancelled``
 goes by here) ends its POST and closes its socket; a POST's stream is closed once its
@@ -84,12 +92,12 @@ class _CancelParams(msgspec.Struct):
 
 
 _peek_one = msgspec.json.Decoder(_Peek)
+_peek_many = msgspec.json.Decoder(list[_Peek])
+_cancel_params = msgspec.json.Decoder(_CancelParams | None)
 _plain = msgspec.json.Decoder()
 # A request of the stateless revision names it in its _meta: the cheap test before its
 # params are decoded for the headers they give.
 _STATELESS_MARK: Final = PROTOCOL_VERSION.encode()
-_peek_many = msgspec.json.Decoder(list[_Peek])
-_cancel_params = msgspec.json.Decoder(_CancelParams | None)
 
 
 def _peek(line: bytes) -> list[_Peek]:
