@@ -10,6 +10,7 @@ of the test script (docs/http.md).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -45,6 +46,49 @@ async def _json_schema_echo(conn: Connection) -> None:
     await conn.call_tool("json_schema_echo", {"schema": focal.input_schema})
 
 
+async def _request_metadata(conn: Connection) -> None:
+    """Connecting (server/discover, refused once by the scenario) and one listing: each
+    request's _meta and MCP-Protocol-Version are what the scenario reads."""
+    await conn.list_tools()
+
+
+async def _standard_headers(conn: Connection) -> None:
+    """One of each method the scenario reads Mcp-Method (and Mcp-Name) on."""
+    for tool in await conn.list_tools():
+        await conn.call_tool(tool.name, {})
+    for resource in await conn.list_resources():
+        await conn.read_resource(resource.uri)
+    for prompt in await conn.list_prompts():
+        await conn.get_prompt(prompt.name)
+
+
+async def _scenario_tool_calls(conn: Connection) -> None:
+    """The calls the scenario's context names (``toolCalls``), after a listing (which
+    tells the connection each tool's x-mcp-header annotations)."""
+    await conn.list_tools()
+    for call in _context().get("toolCalls") or []:
+        await conn.call_tool(call["name"], call.get("arguments") or {})
+
+
+async def _call_listed_tools(conn: Connection) -> None:
+    """Call every tool the listing kept, each with a string for each required argument:
+    the tools left out for malformed x-mcp-header annotations are never called."""
+    for tool in await conn.list_tools():
+        required = tool.input_schema.get("required") or []
+        await conn.call_tool(tool.name, dict.fromkeys(required, "us-east1"))
+
+
+async def _list_tools(conn: Connection) -> None:
+    await conn.list_tools()
+
+
+def _context() -> dict[str, Any]:
+    """What the suite passes a scenario's client beside the URL (MCP_CONFORMANCE_CONTEXT)."""
+    text = os.environ.get("MCP_CONFORMANCE_CONTEXT")
+    found = json.loads(text) if text else {}
+    return found if isinstance(found, dict) else {}
+
+
 async def accept_with_defaults(params: ElicitParams, _context: HookContext) -> ElicitResult:
     """An elicitation answered as a user who accepts every default the form offers."""
     properties = (params.requested_schema or {}).get("properties") or {}
@@ -62,6 +106,11 @@ SCENARIOS: dict[str, Callable[[Connection], Awaitable[None]]] = {
     "elicitation-sep1034-client-defaults": _call_first_tool,
     "sse-retry": _call_first_tool,
     "json-schema-2020-12-preservation": _json_schema_echo,
+    "request-metadata": _request_metadata,
+    "http-standard-headers": _standard_headers,
+    "http-custom-headers": _scenario_tool_calls,
+    "http-invalid-tool-headers": _call_listed_tools,
+    "json-schema-ref-no-deref": _list_tools,
 }
 
 

@@ -84,6 +84,11 @@ class ClientCalls(abc.ABC):
     ) -> Raw:
         """One request; its result as raw JSON."""
 
+    @abc.abstractmethod
+    def _tool_rejected(self, name: str) -> str | None:
+        """Why the last listing rejected tool ``name`` (malformed ``x-mcp-header``
+        annotations, 2026-07-28), or None."""
+
     @property
     def max_list_items(self) -> int:
         """The most items one listing collects across its pages (the option)."""
@@ -139,6 +144,9 @@ class ClientCalls(abc.ABC):
         if there is none), a successful result's ``structured_content`` must be present
         and match it, else :class:`~mcpl_host.OutputSchemaError` (which carries the
         result). ``validate_output=False`` skips the check.
+
+        Raises :class:`~mcpl_host.InvalidToolError`, with nothing sent, for a tool the
+        last listing left out for its malformed ``x-mcp-header`` annotations (2026-07-28).
         """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
@@ -337,6 +345,14 @@ class ClientCalls(abc.ABC):
             decode_result(item, type_, method=method, server=self.name, safe=self._safe)
             for item in raws
         ]
+        if type_ is Tool:
+            # A tool whose x-mcp-header annotations are malformed must not be used: left
+            # out here (the connection logged it once), refused by call_tool.
+            items = [
+                item
+                for item in items
+                if not (isinstance(item, Tool) and self._tool_rejected(item.name) is not None)
+            ]
         self._lists.store(kind, generation, items)
         return items
 

@@ -347,6 +347,7 @@ class Driver(OwnsNursery):
             on_wire=self._on_wire,
         )
         epoch.on_late_write = self._outbound.written_late
+        self._attach_stateless_http(transport, epoch)
         self._epoch = epoch
         nursery.start_soon(self._inbound.read, epoch)
         nursery.start_soon(epoch.write_loop)
@@ -388,6 +389,22 @@ class Driver(OwnsNursery):
             raise step.error
         self._connected(epoch, step, started, opened)
         return epoch
+
+    def _attach_stateless_http(self, transport: Transport, epoch: Epoch) -> None:
+        """What an HTTP transport needs of the connection on 2026-07-28: the tools'
+        ``x-mcp-header`` annotations (for ``Mcp-Param-*``), and where to report the
+        requests whose response stream broke (re-issued or failed by the rebinding rule).
+        Other transports have neither hook."""
+        use_tool_headers = getattr(transport, "use_tool_headers", None)
+        if use_tool_headers is not None:
+            use_tool_headers(self._outbound.tool_headers.plan)
+        on_broken = getattr(transport, "on_broken_streams", None)
+        if on_broken is not None:
+            on_broken(lambda ids: self._outbound.reissue(epoch, ids))
+
+    def _tool_rejected(self, name: str) -> str | None:
+        """Why the last listing rejected tool ``name`` (2026-07-28), or None."""
+        return self._outbound.tool_headers.rejected(name) if self._outbound.meta else None
 
     def _connected(self, epoch: Epoch, step: Established, started: float, opened: float) -> None:
         epoch.connected_at = now = trio.current_time()

@@ -20,13 +20,20 @@ import trio
 from msgspec import Raw
 
 from ..protocol.discover import with_meta
-from ..protocol.errors import ConnectionClosed, McplHostError, ProtocolError, RequestTimeout
+from ..protocol.errors import (
+    ConnectionClosed,
+    InvalidToolError,
+    McplHostError,
+    ProtocolError,
+    RequestTimeout,
+)
 from ..protocol.messages import OutNotification, OutRequest, encode
 from ..protocol.redact import Redactor
 from .epoch import Epoch
 from .pending import Pending, ProgressCallback, result_decoder, with_progress_token
 from .rebind import ToolHints, safe_to_repeat
 from .timeouts import TimeoutWatch
+from .tool_headers import ToolHeaderTable
 
 __all__ = ["Outbound"]
 
@@ -36,6 +43,9 @@ _CANCEL_NOTICE_BOUND: Final = 1.0
 # answer is logged for what it is rather than as a stray. Bounded: a long-lived
 # connection must not grow it.
 _ABANDONED_MEMORY: Final = 1024
+# Re-issues of one request whose response stream broke before its answer (2026-07-28
+# over HTTP): a server that cuts every stream must not make the host repeat forever.
+MAX_REISSUES: Final = 3
 
 
 class Outbound:
@@ -59,6 +69,8 @@ class Outbound:
         self.timeouts = TimeoutWatch()
         self._unsent: list[Pending] = []  # waiting for a transport
         self._tool_hints = ToolHints()
+        # The tools' x-mcp-header annotations, learned on the stateless revision only.
+        self.tool_headers = ToolHeaderTable()
         # The ``_meta`` every request carries on the stateless revision; None before
         # and in the handshake era.
         self.meta: dict[str, Any] | None = None
@@ -116,7 +128,10 @@ class Outbound:
         """The first half of :meth:`call`, without a checkpoint: the request is queued
         now (on ``epoch``, behind what is queued there and ahead of what comes after),
         and :meth:`finish` must follow. Raises ``TypeError`` for params JSON cannot
-        carry."""
+        carry, and :class:`InvalidToolError` (nothing written) for a ``tools/call`` of a
+        tool the last listing rejected."""
+        if method == "tools/call" and self.meta is not None:
+            self._refuse_rejected(params)
         seq = self._next_id()
         if on_progress is not None:
             params = with_progress_token(params, seq)  # the first id, kept across rebinding
@@ -168,6 +183,8 @@ class Outbound:
         if method == "tools/list":
             first_page = not (isinstance(params, dict) and params.get("cursor") is not None)
             self._tool_hints.learn(result, first_page=first_page)
+            if self.meta is not None:
+                self._learn_tool_headers(pending, result, first_page=first_page)
         if result_type is Raw:
             return result
         try:
@@ -194,6 +211,63 @@ class Outbound:
         pending.written = False
         self.pending[request_id] = pending
         epoch.send_request(line, pending)
+
+    def _refuse_rejected(self, params: Any) -> None:
+        name = params.get("name") if isinstance(params, dict) else None
+        reason = self.tool_headers.rejected(name)
+        if reason is not None:
+            assert isinstance(name, str)
+            shown = self.redactor.log_value(name, 64)
+            raise InvalidToolError(
+                f"tool {shown!r} is not used: {reason}",
+                tool=name,
+                reason=reason,
+                server=self.server,
+            )
+
+    def _learn_tool_headers(self, pending: Pending, result: Raw, *, first_page: bool) -> None:
+        def safe(text: str) -> str:
+            return repr(self.redactor.log_value(text, 64))
+
+        for name, reason in self.tool_headers.learn(result, first_page=first_page, safe=safe):
+            log = pending.epoch.log if pending.epoch is not None else None
+            if log is not None:  # the epoch's log is the server's budget of lines
+                log.warning(
+                    "tool dropped",
+                    tool=self.redactor.log_value(name, 64),
+                    reason=reason,
+                    outcome="invalid-x-mcp-header",
+                )
+
+    def reissue(self, epoch: Epoch, request_ids: list[Any]) -> None:
+        """The response streams of ``request_ids`` broke before their answers (2026-07-28
+        over HTTP, where a stream cannot be resumed): each safe to repeat (the rebinding
+        rule) is sent again on ``epoch`` with a new id, up to :data:`MAX_REISSUES`
+        times; each other fails with :class:`ConnectionClosed`, outcome unknown."""
+        for request_id in request_ids:
+            pending = self.pending.get(request_id) if type(request_id) is int else None
+            if pending is None or pending.epoch is not epoch or pending.settled:
+                continue
+            del self.pending[request_id]
+            repeat = (
+                not pending.pinned
+                and pending.reissued < MAX_REISSUES
+                and safe_to_repeat(pending.method, pending.params, self._tool_hints, pending.rebind)
+            )
+            if repeat and epoch.open:
+                pending.reissued += 1
+                self.remember_abandoned(request_id, "an id whose response stream broke")
+                self.send(pending, epoch)
+                epoch.log.debug("request reissued", request_id=request_id, new_id=pending.id)
+            else:
+                pending.settle(
+                    error=ConnectionClosed(
+                        "connection lost, outcome unknown (its response stream broke)",
+                        reason="stream-broken",
+                        outcome_unknown=True,
+                        server=self.server,
+                    )
+                )
 
     def _encode(self, request_id: int, method: str, params: Any) -> bytes:
         if self.meta is not None:

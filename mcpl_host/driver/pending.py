@@ -40,6 +40,7 @@ class Pending:
         "pinned",
         "progress_reset",
         "rebind",
+        "reissued",
         "result",
         "seq",
         "settled",
@@ -60,6 +61,9 @@ class Pending:
         # the rebinding rule says (what allowed it there, a grant say, is not the next
         # transport's to give).
         self.pinned = False
+        # Times it was sent again on the same transport after its response stream broke
+        # (2026-07-28 over HTTP): bounded, so a server that always cuts cannot loop it.
+        self.reissued = 0
         self.id: int | None = None  # the id on the wire now; None while queued
         self.epoch: Any = None  # the transport epoch it was last sent on
         self.written = False  # whole on the wire of ``epoch``

@@ -233,9 +233,13 @@ class Discovery:
         error = request_error(code, message, data)
         if code == UNSUPPORTED_VERSION:
             supported = getattr(error, "supported", ())
-            mutual = [v for v in self.modern if v in supported and v != self.offered]
+            mutual = [v for v in self.modern if v in supported]
             if mutual:
-                return Retry(mutual[0])
+                # Another revision both speak is asked with; the offered one again when it
+                # is the only one (the refusal then said nothing the host can act on but
+                # to ask once more: the driver asks at most twice, then fails).
+                others = [v for v in mutual if v != self.offered]
+                return Retry((others or mutual)[0])
             if any(v in handshake_era(self.allowlist) for v in supported):
                 return self._fallback("the server speaks only handshake-era revisions")
             return Failed(

@@ -23,6 +23,7 @@ __all__ = [
     "ConnectionClosed",
     "HeaderMismatch",
     "InitializeError",
+    "InvalidToolError",
     "LimitExceeded",
     "McplHostError",
     "MissingClientCapability",
@@ -98,6 +99,17 @@ class OutputSchemaError(ProtocolError):
         self.tool = tool
         self.result = result
         self.violations = violations
+
+
+class InvalidToolError(ProtocolError):
+    """A tool the server listed with malformed ``x-mcp-header`` annotations (2026-07-28):
+    it is left out of ``list_tools`` and never called; calling it raises this, with
+    nothing sent. ``tool`` is its name, ``reason`` what is wrong (in the host's words)."""
+
+    def __init__(self, message: str, *, tool: str, reason: str, server: str | None = None):
+        super().__init__(message, server=server)
+        self.tool = tool
+        self.reason = reason
 
 
 class VersionError(ProtocolError):

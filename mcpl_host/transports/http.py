@@ -23,6 +23,14 @@ where the revision in force has no batches is refused by the connection, and its
 requests are settled the same way. Header values are
 secrets: no log line, error or trace shows them.
 
+On 2026-07-28 (stateless) there is no session, no GET stream and no DELETE: each POST
+carries the headers its own line gives (``MCP-Protocol-Version`` from its ``_meta``,
+``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*`` from the called tool's annotations, which
+the connection hands over: protocol/request_headers.py), a request given up on is
+cancelled by closing its response (its ``notifications/cancelled`` is not POSTed), and a
+response stream that ends before its answer is not resumed but reported to the
+connection, which re-issues or fails each request by the rebinding rule.
+
 Bounded against a hostile server (docs/http.md, "Bounds"): response headers are due
 within the target's timeout; a request the host gave up (its ``notifications/cancelled``
 goes by here) ends its POST and closes its socket; a POST's stream is closed once its
@@ -35,7 +43,7 @@ back in a header (http_headers.py).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Final, NamedTuple
 
 import httpx
@@ -43,9 +51,11 @@ import msgspec
 import trio
 
 from .._log import PeerLogBudget, get_logger
+from ..protocol.discover import PROTOCOL_VERSION
 from ..protocol.errors import TransportError
 from ..protocol.profiles import PROFILES
 from ..protocol.redact import Redactor
+from ..protocol.request_headers import ToolHeaders, request_headers
 from ..protocol.sse import SseDecoder, SseEvent
 from .http_body import OneChunk, content_kind, read_chunks
 from .http_headers import Refused, echoable_event_id, session_id
@@ -84,6 +94,10 @@ class _CancelParams(msgspec.Struct):
 _peek_one = msgspec.json.Decoder(_Peek)
 _peek_many = msgspec.json.Decoder(list[_Peek])
 _cancel_params = msgspec.json.Decoder(_CancelParams | None)
+_plain = msgspec.json.Decoder()
+# A request of the stateless revision names it in its _meta: the cheap test before its
+# params are decoded for the headers they give.
+_STATELESS_MARK: Final = PROTOCOL_VERSION.encode()
 
 
 def _peek(line: bytes) -> list[_Peek]:
@@ -144,6 +158,12 @@ class HttpStream(trio.abc.Stream):
             for message in messages:
                 # The host gave up on a request: the POST carrying it need not be read.
                 self._transport.abandon(_cancelled_id(message))
+            if self._transport.stateless and any(
+                m.method == "notifications/cancelled" for m in messages
+            ):
+                # 2026-07-28 over HTTP cancels by closing the request's response stream
+                # (just done), never by a notification.
+                continue
             if any(m.method == "notifications/initialized" for m in messages):
                 await self._transport.send_initialized(line, messages)
             else:
@@ -195,6 +215,10 @@ class HttpTransport:
         # A server decides how many of this transport's warnings there are.
         self._log_budget = PeerLogBudget()
         self._log = self._log_budget.wrap(_log.bind(target=self.description))
+        # The connection's, on the stateless revision: a tool's x-mcp-header annotations
+        # (for Mcp-Param-*), and where requests whose response stream broke are reported.
+        self._tool_headers: Callable[[object], ToolHeaders | None] = lambda _name: None
+        self._broken: Callable[[list[Any]], None] | None = None
 
     # -- lifetime ---------------------------------------------------------------------
 
@@ -234,6 +258,44 @@ class HttpTransport:
         requests say so in ``MCP-Protocol-Version`` where the revision has the header."""
         self.protocol_version = revision
 
+    @property
+    def stateless(self) -> bool:
+        """The revision in force is 2026-07-28's: no session, no GET stream, cancelling
+        by closing a response stream."""
+        profile = PROFILES.get(self.protocol_version) if self.protocol_version else None
+        return profile is not None and profile.stateless
+
+    def use_tool_headers(self, lookup: Callable[[object], ToolHeaders | None]) -> None:
+        """``lookup(name)``: the called tool's annotations, for its ``Mcp-Param-*``."""
+        self._tool_headers = lookup
+
+    def on_broken_streams(self, report: Callable[[list[Any]], None]) -> None:
+        """``report(ids)``: on the stateless revision a response stream that ends before
+        its answers cannot be resumed; the connection re-issues or fails its requests."""
+        self._broken = report
+
+    def _message_headers(self, messages: list[_Peek]) -> dict[str, str]:
+        """The headers of the stateless revision for a line of one message: its
+        revision, method, name and annotated arguments (protocol/request_headers.py);
+        none for a handshake-era line."""
+        if len(messages) != 1 or messages[0].method is None:
+            return {}
+        message = messages[0]
+        method = message.method
+        assert method is not None
+        revision = self.protocol_version if self.stateless else None
+        raw = bytes(message.params)
+        if revision is None and _STATELESS_MARK not in raw:
+            return {}
+        try:
+            params = _plain.decode(raw)
+        except (msgspec.DecodeError, RecursionError):
+            params = None
+        tool = None
+        if method == "tools/call" and isinstance(params, dict):
+            tool = self._tool_headers(params.get("name"))
+        return request_headers(method, params, tool, revision=revision)
+
     def _end(self, reason: str) -> None:
         """The session is over on the server's word: the connection reads the end."""
         if self.stream.end_reason is None:
@@ -243,11 +305,18 @@ class HttpTransport:
     # -- requests ---------------------------------------------------------------------
 
     def _headers(
-        self, accept: str | None = None, last_event_id: str | None = None
+        self,
+        accept: str | None = None,
+        last_event_id: str | None = None,
+        stateless: dict[str, str] | None = None,
     ) -> dict[str, str]:
         headers = dict(self.target.headers)
         if accept is not None:
             headers["Accept"] = accept
+        if stateless:
+            # 2026-07-28 has no session, and the line names its own revision.
+            headers.update(stateless)
+            return headers
         if self.session_id is not None:
             headers["Mcp-Session-Id"] = self.session_id
         version = self.protocol_version
@@ -314,6 +383,7 @@ class HttpTransport:
         stream then makes the connection's writer wait here (and its reader stop, at
         ``max_owed_answers``), rather than cost a task per answer."""
         flight = self._track(messages)
+        stateless = self._message_headers(messages)
         slot = not flight.waiting
         if slot:
             await self._unawaited.acquire()
@@ -321,19 +391,25 @@ class HttpTransport:
             if slot:
                 self._unawaited.release()
             raise trio.ClosedResourceError("the HTTP transport is closed")
-        self._tasks.start_soon(self._post, line, flight, slot)
+        self._tasks.start_soon(self._post, line, flight, slot, stateless)
 
-    async def _post(self, line: bytes, flight: _InFlight, slot: bool = False) -> None:
+    async def _post(
+        self,
+        line: bytes,
+        flight: _InFlight,
+        slot: bool = False,
+        stateless: dict[str, str] | None = None,
+    ) -> None:
         carried = set(flight.waiting)
         try:
             with flight.scope:
                 if carried:
-                    await self._exchange(line, flight.waiting)
+                    await self._exchange(line, flight.waiting, stateless)
                 else:
                     # Nothing waits for the answer to a notification or a response: the
                     # whole exchange is bounded, or a server could hold a socket forever.
                     with trio.move_on_after(self.target.timeout) as bounded:
-                        await self._exchange(line, flight.waiting)
+                        await self._exchange(line, flight.waiting, stateless)
                     if bounded.cancelled_caught:
                         self._log.warning("HTTP answer cut", reason="not done within timeout")
         finally:
@@ -343,12 +419,14 @@ class HttpTransport:
                 if self._in_flight.get(request_id) is flight:
                     del self._in_flight[request_id]
 
-    async def _exchange(self, line: bytes, waiting: set[Any]) -> None:
-        headers = self._headers(_ACCEPT_POST)
+    async def _exchange(
+        self, line: bytes, waiting: set[Any], stateless: dict[str, str] | None = None
+    ) -> None:
+        headers = self._headers(_ACCEPT_POST, stateless=stateless)
         headers["Content-Type"] = "application/json"
         try:
             async with self._open("POST", headers, line) as response:
-                await self._answer(response, waiting)
+                await self._answer(response, waiting, stateless=bool(stateless))
         except (trio.TooSlowError, httpx.TimeoutException) as exc:
             # A slow answer fails the requests it carried, not the session.
             self._log.warning("HTTP request timed out", error=type(exc).__name__)
@@ -359,19 +437,24 @@ class HttpTransport:
             )
             self._end("read-failed")
 
-    async def _answer(self, response: httpx.Response, waiting: set[Any]) -> None:
+    async def _answer(
+        self, response: httpx.Response, waiting: set[Any], *, stateless: bool = False
+    ) -> None:
         status = response.status_code
-        if self._expired(response):
-            return
-        # A session is opened by a success only: a refusal's session id (a server may set
-        # one on its 400 to a request without a session) names nothing the host has.
-        if 200 <= status < 300 and not self._take_session_id(response):
-            return
+        # A stateless POST has no session: an Mcp-Session-Id on its answer is not one to
+        # keep (nor to end with DELETE), and a 404 is only that request's answer. Nor is
+        # a session opened by a refusal: a server may set one on its 400 to a request
+        # without a session, and it names nothing the host has.
+        if not stateless:
+            if self._expired(response):
+                return
+            if 200 <= status < 300 and not self._take_session_id(response):
+                return
         kind = content_kind(response)
         if status == 202 or (200 <= status < 300 and not waiting and kind != "application/json"):
             return  # nothing is owed on it: an event stream here is left unread
         if 200 <= status < 300 and kind == "text/event-stream":
-            await self._events(response, waiting)
+            await self._events(response, waiting, stateless=stateless)
         elif 200 <= status < 300 and kind == "application/json":
             body = await self._body(response)
             if body is None:
@@ -472,10 +555,16 @@ class HttpTransport:
 
     # -- event streams ----------------------------------------------------------------
 
-    async def _events(self, response: httpx.Response, waiting: set[Any]) -> None:
-        """An answer as an event stream; resumed while requests of it wait."""
+    async def _events(
+        self, response: httpx.Response, waiting: set[Any], *, stateless: bool = False
+    ) -> None:
+        """An answer as an event stream; resumed while requests of it wait (on the
+        stateless revision, which has no resumption, its requests are reported broken)."""
         decoder = SseDecoder(self._max)
         if (await self._read_events(response, decoder, waiting)).settled:
+            return
+        if stateless and waiting and not self._closed:
+            await self._stream_broke(waiting)
             return
         resumes = 0
         while waiting and not self._closed:
@@ -504,6 +593,17 @@ class HttpTransport:
                 self._log.debug("event stream resumed", attempt=resumes)
                 if (await self._read_events(resumed, decoder, waiting)).settled:
                     return
+
+    async def _stream_broke(self, waiting: set[Any]) -> None:
+        """A stateless POST's stream ended before its answers: the connection re-issues
+        what is safe to repeat, with new ids, and fails the rest (driver/rebind.py)."""
+        self._log.info("response stream broke", unanswered=len(waiting))
+        if self._broken is None:  # no connection above to decide: they fail
+            await self._unanswered(waiting, "its event stream ended before the answer")
+            return
+        ids = sorted(waiting, key=repr)
+        waiting.clear()
+        self._broken(ids)
 
     async def _read_events(
         self, response: httpx.Response, decoder: SseDecoder, waiting: set[Any] | None

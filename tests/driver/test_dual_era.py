@@ -23,6 +23,7 @@ from mcpl_host import (
     VersionError,
 )
 from mcpl_host.driver.negotiate import ERAS
+from mcpl_host.protocol.discover import PROTOCOL_VERSION
 from mcpl_host.protocol.errors import HeaderMismatch, MissingClientCapability, UnsupportedVersion
 
 from .peer import memory_connection
@@ -170,15 +171,33 @@ async def test_discover_errors(error: dict[str, Any], outcome: str) -> None:
                 assert raised.value.code == -32021
 
 
-async def test_a_discover_answer_naming_another_stateless_revision_is_asked_again() -> None:
-    # Only one stateless revision exists; a server that names it while refusing it
-    # contradicts itself: the host asks once more with it, then gives up typed.
+async def test_a_refusal_naming_the_offered_revision_is_asked_once_more() -> None:
+    # Only one stateless revision exists; a server that names it while refusing it (the
+    # conformance suite's request-metadata does, once) is asked once more with it.
     conn, peer = memory_connection(versions=[R5])
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
 
             async def server() -> None:
-                for _ in range(1):
+                request = await peer.expect("server/discover")
+                refusal = {"code": -32022, "message": "no", "data": {"supported": [R5]}}
+                await peer.send({"jsonrpc": "2.0", "id": request["id"], "error": refusal})
+                again = await peer.discover([R5])
+                assert again["id"] != request["id"]
+                assert again["params"]["_meta"][PROTOCOL_VERSION] == R5
+
+            nursery.start_soon(server)
+            async with conn:
+                assert conn.protocol_version == R5
+
+
+async def test_a_server_refusing_the_revision_it_names_twice_fails_typed() -> None:
+    conn, peer = memory_connection(versions=[R5])
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+
+            async def server() -> None:
+                for _ in range(2):
                     request = await peer.expect("server/discover")
                     await peer.send(
                         {
@@ -189,8 +208,9 @@ async def test_a_discover_answer_naming_another_stateless_revision_is_asked_agai
                     )
 
             nursery.start_soon(server)
-            with pytest.raises(VersionError, match="speaks none of the allowed"):
+            with pytest.raises(VersionError, match="named a revision it then refused"):
                 await conn.__aenter__()
+    assert len(peer.received) == 2  # asked twice, no initialize
 
 
 async def test_only_the_stateless_revision_allowed_and_a_handshake_era_server() -> None:

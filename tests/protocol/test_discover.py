@@ -187,8 +187,10 @@ def test_once_settled_everything_is_skipped() -> None:
     assert isinstance(discovery.receive(decode_line(answer)), Skip)
 
 
-def test_a_named_stateless_revision_other_than_the_offered_is_asked_again() -> None:
+def test_a_refusal_naming_the_offered_revision_asks_once_more_with_it() -> None:
     # Only one stateless revision exists: a Discovery offering it is told the same one.
+    # The refusal says nothing else to act on: the revision is asked again (the driver
+    # asks at most twice; tests/driver/test_dual_era.py sees the second refusal fail).
     discovery = Discovery(
         allowlist=ALL, request_id=1, capabilities={}, client_info={}, revision="2026-07-28"
     )
@@ -198,9 +200,19 @@ def test_a_named_stateless_revision_other_than_the_offered_is_asked_again() -> N
             b'"data":{"supported":["2026-07-28"]}}}'
         )
     )
-    # Offered already: not asked again; no handshake-era revision named: a version error.
+    assert step == Retry("2026-07-28")
+
+
+def test_a_refusal_naming_no_allowed_revision_is_a_version_error() -> None:
+    discovery = Discovery(allowlist=("2026-07-28",), request_id=1, capabilities={}, client_info={})
+    step = discovery.receive(
+        decode_line(
+            b'{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"x",'
+            b'"data":{"supported":["2099-01-01"]}}}'
+        )
+    )
     assert isinstance(step, Failed)
-    assert not isinstance(step, Retry)
+    assert isinstance(step.error, VersionError)
 
 
 @pytest.mark.parametrize(

@@ -45,10 +45,17 @@ class Seen:
     method: str
     headers: dict[str, str]
     body: Any
+    raw_headers: list[tuple[str, str]] = field(default_factory=list)
 
 
 class ScriptedHttpServer:
-    def __init__(self, answer: Callable[[Any, str | None], Any]) -> None:
+    def __init__(
+        self, answer: Callable[[Any, str | None], Any], *, stateless: bool = False
+    ) -> None:
+        # stateless: a 2026-07-28 server. It answers server/discover itself, refuses GET
+        # and DELETE (405), and still sets an Mcp-Session-Id on every answer, as some
+        # servers (and the conformance suite's) do: the host must not echo it.
+        self.stateless = stateless
         self.answer = answer
         self.seen: list[Seen] = []
         self.sessions: set[str] = set()
@@ -68,7 +75,9 @@ class ScriptedHttpServer:
             def _record(self, body: Any) -> None:
                 with server._lock:
                     headers = {k.lower(): v for k, v in self.headers.items()}
-                    server.seen.append(Seen(self.command, headers, body))
+                    # A header sent twice would hide in the dict: the raw list keeps it.
+                    raw = [(k.lower(), v) for k, v in self.headers.items()]
+                    server.seen.append(Seen(self.command, headers, body, raw))
 
             def _session_ok(self) -> bool:
                 sid = self.headers.get("Mcp-Session-Id")
@@ -89,6 +98,8 @@ class ScriptedHttpServer:
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                if server.stateless:
+                    self.send_header("Mcp-Session-Id", "not-a-session")
                 for name, value in (headers or {}).items():
                     self.send_header(name, value)
                 self.end_headers()
@@ -112,6 +123,19 @@ class ScriptedHttpServer:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length))
                 self._record(body)
+                if server.stateless and body.get("method") == "server/discover":
+                    result = {
+                        "resultType": "complete",
+                        "supportedVersions": ["2026-07-28"],
+                        "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
+                        "ttlMs": 0,
+                        "cacheScope": "private",
+                        "_meta": {
+                            "io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}
+                        },
+                    }
+                    self._json({"jsonrpc": "2.0", "id": body["id"], "result": result})
+                    return
                 if isinstance(body, dict) and body.get("method") == "initialize":
                     with server._lock:
                         server.initializes += 1
@@ -152,6 +176,9 @@ class ScriptedHttpServer:
 
             def do_GET(self) -> None:
                 self._record(None)
+                if server.stateless:
+                    self._status(405)
+                    return
                 if not self._session_ok():
                     return
                 last = self.headers.get("Last-Event-ID")
@@ -170,6 +197,9 @@ class ScriptedHttpServer:
 
             def do_DELETE(self) -> None:
                 self._record(None)
+                if server.stateless:
+                    self._status(405)
+                    return
                 sid = self.headers.get("Mcp-Session-Id")
                 with server._lock:
                     server.sessions.discard(sid or "")
