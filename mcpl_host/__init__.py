@@ -20,6 +20,8 @@ from .client import (
     ResourceTemplateRef,
     Root,
     SamplingHook,
+    Task,
+    TaskError,
     TextContent,
     Tool,
 )
@@ -149,6 +151,8 @@ __all__ = [
     "StderrLine",
     "StdioTarget",
     "Target",
+    "Task",
+    "TaskError",
     "TcpTarget",
     "TextContent",
     "Tool",
