@@ -177,8 +177,10 @@ class ClientCalls(abc.ABC):
         max_timeout: float | None,
         rebind: bool | None,
     ) -> Raw:
-        """``tools/call``: the JSON of the tool's result. Made directly here; the
-        connection makes it as a task when it should be one (mcpl_host.client.tasks)."""
+        """``tools/call``: the JSON of the tool's result. Made directly here (``task``
+        is for the connection, which makes the call as a task when it should be one:
+        mcpl_host.client.tasks)."""
+        del task
         return await self._request_raw(
             "tools/call",
             params,

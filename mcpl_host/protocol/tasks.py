@@ -19,6 +19,7 @@ Pure: bytes in, decisions out. The trio side is :mod:`mcpl_host.client.tasks`.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Final
 
 import msgspec
@@ -64,7 +65,7 @@ def poll_delay(poll_interval_ms: object) -> float:
     milliseconds (anything but a non-negative number is no suggestion)."""
     if isinstance(poll_interval_ms, bool) or not isinstance(poll_interval_ms, (int, float)):
         return DEFAULT_POLL_INTERVAL
-    if poll_interval_ms != poll_interval_ms or poll_interval_ms < 0:  # NaN, negative
+    if math.isnan(poll_interval_ms) or poll_interval_ms < 0:
         return DEFAULT_POLL_INTERVAL
     return min(max(poll_interval_ms / 1000.0, MIN_POLL_INTERVAL), MAX_POLL_INTERVAL)
 

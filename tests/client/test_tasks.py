@@ -4,6 +4,7 @@ poll intervals are the real ones and take no time."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from mcpl_host import (
     Task,
     TaskError,
 )
+from mcpl_host.client import ResultDecodeError
 from mcpl_host.protocol.tasks import (
     DEFAULT_POLL_INTERVAL,
     MAX_POLL_INTERVAL,
@@ -44,8 +46,16 @@ TOOLS = {
             "outputSchema": SCHEMA,
             "execution": {"taskSupport": "required"},
         },
-        {"name": "maybe", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}},
-        {"name": "never", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "forbidden"}},
+        {
+            "name": "maybe",
+            "inputSchema": {"type": "object"},
+            "execution": {"taskSupport": "optional"},
+        },
+        {
+            "name": "never",
+            "inputSchema": {"type": "object"},
+            "execution": {"taskSupport": "forbidden"},
+        },
         {"name": "plain", "inputSchema": {"type": "object"}},
     ]
 }
@@ -178,7 +188,7 @@ async def test_a_server_asking_for_no_wait_is_polled_at_the_floor(
                 nursery.start_soon(server)
                 await conn.call_tool("research")
             nursery.cancel_scope.cancel()
-    assert [round(b - a, 6) for a, b in zip(gets, gets[1:], strict=False)] == [0.1, 0.1]
+    assert [round(b - a, 6) for a, b in itertools.pairwise(gets)] == [0.1, 0.1]
 
 
 async def test_progress_reaches_the_caller_for_as_long_as_the_task_runs(
@@ -413,7 +423,9 @@ async def test_which_calls_are_tasks(tool: str, task_arg: bool | None, as_task: 
 
                 async def server() -> None:
                     # task=False needs no tool list: the call is direct whatever it says.
-                    call = await (peer.expect("tools/call") if task_arg is False else serve_tools(peer))
+                    call = await (
+                        peer.expect("tools/call") if task_arg is False else serve_tools(peer)
+                    )
                     assert ("task" in call["params"]) is as_task
                     if as_task:
                         await peer.answer(call, {"task": task("completed")})
@@ -509,7 +521,8 @@ async def test_the_explicit_calls(autojump_clock: trio.abc.Clock) -> None:
                     ("t-2", "weird", False),  # a status this host does not know: kept
                 ]
                 cancelled = await conn.cancel_task("t-2")
-                assert cancelled is not None and cancelled.status == "cancelled"
+                assert cancelled is not None
+                assert cancelled.status == "cancelled"
             nursery.cancel_scope.cancel()
     assert seen[0]["params"] == {"name": "maybe", "arguments": {"a": 1}, "task": {"ttl": 5000}}
     assert statuses == [("working", None), ("working", "half"), ("completed", None)]
@@ -606,24 +619,27 @@ async def test_the_extension_is_named_in_each_request_and_its_task_polled_to_the
 ) -> None:
     done = ext_task("completed", result={"content": [{"type": "text", "text": "ok"}]})
     got, log = await ext_call([ext_task(), done], validate_output=False)
-    assert isinstance(got, CallToolResult) and got.text == "ok"
+    assert isinstance(got, CallToolResult)
+    assert got.text == "ok"
     call = log[0][1]
     capabilities = call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
     assert capabilities["extensions"] == {EXT: {}}
     assert "task" not in call["params"]  # the server decides, the client never asks
     assert log[1][1]["params"]["taskId"] == "e-1"
-    assert [round(b[0] - a[0], 6) for a, b in zip(log, log[1:], strict=False)] == [3, 3]
+    assert [round(b[0] - a[0], 6) for a, b in itertools.pairwise(log)] == [3, 3]
 
 
 async def test_a_failed_extension_task_raises_its_error(autojump_clock: trio.abc.Clock) -> None:
     failed = ext_task("failed", error={"code": -32603, "message": "rate limited"})
     got, _ = await ext_call([failed])
-    assert isinstance(got, RequestError) and got.code == -32603
+    assert isinstance(got, RequestError)
+    assert got.code == -32603
 
 
 async def test_a_cancelled_extension_task_is_a_task_error(autojump_clock: trio.abc.Clock) -> None:
     got, _ = await ext_call([ext_task("cancelled")])
-    assert isinstance(got, TaskError) and got.task_id == "e-1"
+    assert isinstance(got, TaskError)
+    assert got.task_id == "e-1"
 
 
 async def test_an_extension_task_needing_input_is_a_task_error_left_running(
@@ -632,14 +648,13 @@ async def test_an_extension_task_needing_input_is_a_task_error_left_running(
     asks = {"name": {"method": "elicitation/create", "params": {"message": "name?"}}}
     got, log = await ext_call([ext_task("input_required", inputRequests=asks)])
     assert isinstance(got, TaskError)
-    assert got.task is not None and got.task.input_requests == asks
+    assert got.task is not None
+    assert got.task.input_requests == asks
     assert [m.get("method") for _, m in log] == ["tools/call", "tasks/get"]  # no tasks/cancel
 
 
 async def test_a_completed_extension_task_without_its_result_is_a_protocol_error(
     autojump_clock: trio.abc.Clock,
 ) -> None:
-    from mcpl_host.client import ResultDecodeError
-
     got, _ = await ext_call([ext_task("completed")])
     assert isinstance(got, ResultDecodeError)
