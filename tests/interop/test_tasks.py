@@ -71,7 +71,8 @@ async def test_a_task_tool_through_call_tool_the_explicit_calls_and_the_hooks() 
     assert ambiguous[0].text.startswith("# Research Report: python (snake)\n")
     message, related = asked[0]
     assert message.startswith('The research query "python" could have multiple')
-    assert isinstance(related, dict) and isinstance(related.get("taskId"), str)
+    assert isinstance(related, dict)
+    assert isinstance(related.get("taskId"), str)
     messages = [t.status_message for t in watched]
     assert "Analyzing content..." in messages
     assert watched[-1].status == "completed"
