@@ -336,6 +336,36 @@ class TaskCalls(ClientCalls):
 
     # -- the transparent path of call_tool ---------------------------------------------
 
+    async def call_tool_raw(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        task: bool | None = None,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        progress_resets_timeout: bool = False,
+        max_timeout: float | None = None,
+        rebind: bool | None = None,
+    ) -> Raw:
+        """:meth:`call_tool <mcpl_host.client.calls.ClientCalls.call_tool>` without
+        decoding or checking the result: its JSON as the server sent it (a task
+        followed to its end the same way), for a caller that passes results on whole
+        (``mcpl-host call`` prints it). Raises what ``call_tool`` raises, bar the
+        decoding and ``outputSchema`` errors."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        return await self._tool_call_raw(
+            params,
+            task=task,
+            timeout=timeout,
+            on_progress=on_progress,
+            progress_resets_timeout=progress_resets_timeout,
+            max_timeout=max_timeout,
+            rebind=rebind,
+        )
+
     async def _tool_call_raw(
         self,
         params: dict[str, Any],
