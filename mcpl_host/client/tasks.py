@@ -290,7 +290,9 @@ class TaskCalls(ClientCalls):
             task = await self.watch_task(task_id, timeout=limit)
             raw = self._inline_outcome(task)
         else:
-            raw = await self._request_raw("tasks/result", {"taskId": task_id}, timeout=limit)
+            raw = await self._request_raw(
+                "tasks/result", {"taskId": task_id}, timeout=limit, rebind=True
+            )
         result = self._tool_result(raw)
         if tool is not None and validate_output and not result.is_error:
             await self._check_output(tool, result, timeout)
@@ -382,13 +384,15 @@ class TaskCalls(ClientCalls):
         name: str = params["name"]
         profile = self.profile
         limit = self.request_timeout if timeout is None else timeout
-        asked = (
-            profile is not None
-            and profile.tasks
-            and task is not False
-            and self._server_runs_tool_tasks()
-            and await self._wants_task(name, task, limit)
-        )
+        asked = False
+        if profile is not None and profile.tasks and self._server_runs_tool_tasks():
+            asked = task is not False and await self._wants_task(name, task, limit)
+        elif task is True and not (profile is not None and profile.task_extension):
+            # (2026-07-28: the server decides, and the client has no way to ask.)
+            raise TaskError(
+                "this server runs no tool calls as tasks (no tasks.requests.tools.call)",
+                server=self.name,
+            )
         if not asked:
             clock = _Clock(limit)
             raw = await self._request_raw(
@@ -448,7 +452,10 @@ class TaskCalls(ClientCalls):
                 return self._inline_outcome(last)
             # Ended, or needs input: the server's requests arrive while tasks/result waits.
             return await self._request_raw(
-                "tasks/result", {"taskId": task.task_id}, timeout=max(clock.left(), 0.0)
+                "tasks/result",
+                {"taskId": task.task_id},
+                timeout=max(clock.left(), 0.0),
+                rebind=True,  # it only reads the task's outcome: safe to ask again
             )
         except (_Expired, RequestTimeout):
             self._cancel_soon(task.task_id, "timeout")

@@ -464,6 +464,8 @@ async def test_asking_for_a_task_the_tool_forbids_sends_nothing(tool: str) -> No
 async def test_without_the_servers_task_capability_the_call_is_direct() -> None:
     with trio.fail_after(10):
         async with connected(R4) as (conn, peer, nursery):  # capabilities: tools only
+            with pytest.raises(TaskError):
+                await conn.call_tool("research", task=True)  # nothing sent: next is the call
 
             async def server() -> None:
                 call = await peer.expect("tools/call")  # no tools/list read first
