@@ -660,3 +660,114 @@ async def test_a_completed_extension_task_without_its_result_is_a_protocol_error
 ) -> None:
     got, _ = await ext_call([ext_task("completed")])
     assert isinstance(got, ResultDecodeError)
+
+
+async def test_an_unreadable_task_state_fails_the_call_and_cancels_the_task(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    conn, peer = await r4_peer()
+    cancels: list[Json] = []
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(peer.handshake, R4, TASK_CAPS)
+            async with conn:
+
+                async def server() -> None:
+                    await peer.answer(await serve_tools(peer), {"task": task()})
+                    await peer.answer(await peer.expect("tasks/get"), {"taskId": "t-1"})
+                    cancel = await peer.expect("tasks/cancel")
+                    cancels.append(cancel)
+                    await peer.answer(cancel, task("cancelled"))
+
+                nursery.start_soon(server)
+                with pytest.raises(ResultDecodeError):
+                    await conn.call_tool("research")
+                with trio.fail_after(10):
+                    while not cancels:
+                        await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    assert cancels[0]["params"] == {"taskId": "t-1"}
+
+
+async def test_progress_under_a_finished_tasks_token_reaches_no_one(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    conn, peer = await r4_peer()
+    seen: list[float] = []
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(peer.handshake, R4, TASK_CAPS)
+            async with conn:
+
+                async def server() -> None:
+                    call = await serve_tools(peer)
+                    token = call["params"]["_meta"]["progressToken"]
+                    await peer.answer(call, {"task": task("completed")})
+                    await peer.answer(await peer.expect("tasks/result"), RESULT)
+                    for stray in (token, "mcpl_host/999", 12345):
+                        await peer.send(
+                            {
+                                "jsonrpc": "2.0",
+                                "method": "notifications/progress",
+                                "params": {"progressToken": stray, "progress": 9},
+                            }
+                        )
+                    await peer.answer(await peer.expect("ping"), {})
+
+                nursery.start_soon(server)
+                await conn.call_tool("research", on_progress=lambda p, t, m: seen.append(p))
+                await conn.ping()  # the server wrote its strays before answering this
+            nursery.cancel_scope.cancel()
+    assert seen == []
+    assert conn._progress_listeners == {}
+
+
+async def test_on_the_extension_the_explicit_calls_follow_its_shapes(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    conn, peer = memory_connection(versions=[R5])
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(peer.discover, None, EXT_CAPS)
+            async with conn:
+
+                async def server() -> None:
+                    await peer.answer(
+                        await peer.expect("tools/call"), RESULT | {"resultType": "complete"}
+                    )
+                    await peer.answer(await peer.expect("tools/list"), {"tools": []})
+                    call = await peer.expect("tools/call")
+                    assert "task" not in call["params"]
+                    await peer.answer(call, ext_task() | {"resultType": "task"})
+                    await peer.answer(await peer.expect("tasks/cancel"), {"resultType": "complete"})
+                    done = ext_task("completed", result=RESULT)
+                    await peer.answer(await peer.expect("tasks/get"), done)
+
+                nursery.start_soon(server)
+                direct = await conn.start_task("quick")
+                assert isinstance(direct, CallToolResult) and direct.text == "done"
+                created = await conn.start_task("slow", ttl=5)  # no ttl on the extension
+                assert isinstance(created, Task)
+                assert (created.ttl, created.poll_interval) == (60000, 3000)
+                with pytest.raises(TaskError):
+                    await conn.list_tasks()  # the extension has no tasks/list: nothing sent
+                assert await conn.cancel_task("e-1") is None
+                result = await conn.task_result("e-1")
+                assert result.text == "done"
+            nursery.cancel_scope.cancel()
+
+
+async def test_task_calls_on_a_revision_without_tasks_send_nothing() -> None:
+    with trio.fail_after(10):
+        async with connected("2025-06-18") as (conn, peer, nursery):
+            for call in (conn.get_task("x"), conn.cancel_task("x"), conn.task_result("x")):
+                with pytest.raises(TaskError):
+                    await call
+            with pytest.raises(TaskError):
+                await conn.call_tool("research", task=True)
+
+            async def server() -> None:
+                await peer.answer(await peer.expect("ping"), {})
+
+            nursery.start_soon(server)
+            await conn.ping()
