@@ -745,7 +745,8 @@ async def test_on_the_extension_the_explicit_calls_follow_its_shapes(
 
                 nursery.start_soon(server)
                 direct = await conn.start_task("quick")
-                assert isinstance(direct, CallToolResult) and direct.text == "done"
+                assert isinstance(direct, CallToolResult)
+                assert direct.text == "done"
                 created = await conn.start_task("slow", ttl=5)  # no ttl on the extension
                 assert isinstance(created, Task)
                 assert (created.ttl, created.poll_interval) == (60000, 3000)
