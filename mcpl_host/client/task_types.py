@@ -81,10 +81,9 @@ class TaskError(McplHostError):
     state when known; ``task_id`` names it either way.
 
     Raised when a 2026-07-28 task was cancelled (the extension has no error for it),
-    when it needs input through ``tasks/update`` (this host does not answer the
-    extension's ``inputRequests`` yet: the task is left running, and ``task`` tells
-    what it asks), and when a task call is made on a revision or to a server that
-    has no tasks (nothing is sent then)."""
+    when it asks for input no hook of the host serves (``task.input_requests`` says
+    what; the task is cancelled), and when a task call is made on a revision or to a
+    server that has no tasks, or for a tool that allows none (nothing is sent then)."""
 
     def __init__(
         self,

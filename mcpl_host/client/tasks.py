@@ -13,7 +13,8 @@ result's JSON, so that the caller gets what a direct call would have returned:
   while ``tasks/result`` waits), ``tasks/result`` gives the result or the error.
 - 2026-07-28: the host names the extension in every request; any ``tools/call`` answer
   with ``resultType: "task"`` is polled with ``tasks/get``, whose last answer inlines the
-  result or the error.
+  result or the error; the input a task asks for on the way (``inputRequests``) is
+  answered by the hooks, each request once, with ``tasks/update``.
 
 Every wait is bounded by the call's timeout (a task that never ends fails the call with
 :class:`~mcpl_host.RequestTimeout`); a timeout or the caller's cancellation sends
@@ -40,16 +41,25 @@ from msgspec import Raw
 
 from .._log import get_logger
 from ..driver.pending import ProgressCallback
+from ..driver.responder import Handler, Responder, ServerRequest
 from ..protocol.errors import (
     ConnectionClosed,
+    LimitExceeded,
     McplHostError,
     ProtocolError,
     RequestTimeout,
     request_error,
 )
+from ..protocol.messages import ErrorAnswer, ResultAnswer
 from ..protocol.profiles import Profile
 from ..protocol.redact import Redactor
-from ..protocol.tasks import STATUS_NOTIFICATIONS, created_task, poll_delay, task_param
+from ..protocol.tasks import (
+    MAX_INPUT_REQUESTS,
+    STATUS_NOTIFICATIONS,
+    created_task,
+    poll_delay,
+    task_param,
+)
 from .calls import ClientCalls
 from .decode import ResultDecodeError
 from .pagination import DEFAULT_MAX_PAGES, collect_raw
@@ -160,6 +170,7 @@ class TaskCalls(ClientCalls):
 
     request_timeout: float
     _tasks: TaskBoard
+    _handlers: dict[str, Handler]  # the server-request handlers (the hooks among them)
 
     @property
     @abc.abstractmethod
@@ -255,7 +266,7 @@ class TaskCalls(ClientCalls):
         clock = _Clock(limit)
         try:
             first = await self.get_task(task_id, timeout=clock.left())
-            return await self._follow(first, clock, stop_at_input=False, on_status=on_status)
+            return await self._follow(first, clock, stop=_ended, on_status=on_status)
         except (_Expired, RequestTimeout):
             raise RequestTimeout(
                 f"task {self.redactor.log_value(task_id, 64)!r} did not end within {limit:g} s",
@@ -436,46 +447,126 @@ class TaskCalls(ClientCalls):
         raise AssertionError("unreachable")  # pragma: no cover - mypy: ExitStack may swallow
 
     async def _see_through(self, tool: str, task: Task, clock: _Clock, limit: float) -> Raw:
-        """Follow a task the call created to its result's JSON; cancel it when the
-        caller stops waiting (cancelled, timed out) or its answers cannot be read."""
+        """Follow a task the call created to its result's JSON. It is cancelled when the
+        caller stops waiting (cancelled, timed out) or the host cannot go on with it (an
+        answer it cannot read, input it cannot give); not when its transport is gone."""
         extension = self._task_profile().task_extension
         try:
-            last = await self._follow(task, clock, stop_at_input=True, on_status=None)
             if extension:
-                if last.status == "input_required":
-                    raise TaskError(
-                        f"task {self.redactor.log_value(last.task_id, 64)!r} needs input "
-                        "(inputRequests), which this host does not answer on 2026-07-28 yet",
-                        task=last,
-                        server=self.name,
-                    )
-                return self._inline_outcome(last)
-            # Ended, or needs input: the server's requests arrive while tasks/result waits.
+                last = await self._through_inputs(task, clock)
+            else:
+                last = await self._follow(task, clock, stop=_ended_or_asking, on_status=None)
+        except ConnectionClosed:
+            raise
+        except (_Expired, RequestTimeout):
+            self._cancel_soon(task.task_id, "timeout")
+            raise self._timed_out(tool, task.task_id, limit) from None
+        except BaseException:
+            self._cancel_soon(task.task_id, "the host cannot go on with it")
+            raise
+        if extension:
+            return self._inline_outcome(last)
+        # Ended, or needs input: the server's requests arrive while tasks/result waits.
+        try:
             return await self._request_raw(
                 "tasks/result",
                 {"taskId": task.task_id},
                 timeout=max(clock.left(), 0.0),
                 rebind=True,  # it only reads the task's outcome: safe to ask again
             )
-        except (_Expired, RequestTimeout):
+        except RequestTimeout:
             self._cancel_soon(task.task_id, "timeout")
             raise self._timed_out(tool, task.task_id, limit) from None
-        except ProtocolError:
-            self._cancel_soon(task.task_id, "unreadable answer")
-            raise
         except trio.Cancelled:
             self._cancel_soon(task.task_id, "cancelled by the caller")
             raise
+
+    async def _through_inputs(self, task: Task, clock: _Clock) -> Task:
+        """2026-07-28: follow the task to its end, answering each input request it
+        makes (``inputRequests``) once, through the hooks, with ``tasks/update``."""
+        answered: set[str] = set()
+
+        def stop(state: Task) -> bool:
+            asks = state.input_requests if state.status == "input_required" else None
+            return state.terminal or any(key not in answered for key in asks or ())
+
+        last = task
+        while True:
+            last = await self._follow(last, clock, stop=stop, on_status=None)
+            if last.terminal:
+                return last
+            responses = await self._answer_inputs(last, answered, clock)
+            await self._request_raw(
+                "tasks/update",
+                {"taskId": last.task_id, "inputResponses": responses},
+                timeout=max(clock.left(), 0.0),
+            )
+
+    async def _answer_inputs(self, task: Task, answered: set[str], clock: _Clock) -> dict[str, Any]:
+        """The hooks' answers to the input requests not answered yet, one at a time
+        (each is a question to the user or the model: asked in turn, not all at once)."""
+        fresh = {k: v for k, v in (task.input_requests or {}).items() if k not in answered}
+        if len(answered) + len(fresh) > MAX_INPUT_REQUESTS:
+            raise LimitExceeded(
+                f"task {self.redactor.log_value(task.task_id, 64)!r} asked for more than "
+                f"{MAX_INPUT_REQUESTS} inputs",
+                limit="MAX_INPUT_REQUESTS",
+                value=MAX_INPUT_REQUESTS,
+                server=self.name,
+            )
+        responses: dict[str, Any] = {}
+        for key, entry in fresh.items():
+            with trio.move_on_after(max(clock.left(), 0.0)):
+                responses[key] = await self._answer_input(task, key, entry)
+                answered.add(key)
+                continue
+            raise _Expired
+        return responses
+
+    async def _answer_input(self, task: Task, key: str, entry: Any) -> Any:
+        """One input request answered by its hook, as if the server had sent it as a
+        request with the id ``key``."""
+        method = entry.get("method") if isinstance(entry, dict) else None
+        params = entry.get("params") if isinstance(entry, dict) else None
+        profile = self.profile
+        handler = (
+            self._handlers.get(method)
+            if isinstance(method, str) and profile is not None and method in profile.input_requests
+            else None
+        )
+        if handler is None or not isinstance(method, str):
+            shown = self.redactor.log_value(str(method), 64)
+            raise TaskError(
+                f"task {self.redactor.log_value(task.task_id, 64)!r} asks for {shown}, which "
+                "this host does not answer (no hook for it)",
+                task=task,
+                server=self.name,
+            )
+        captured = _Captured()
+        responder = Responder(captured, key, method, redactor=self.redactor)
+        body = Raw(msgspec.json.encode(params if isinstance(params, dict) else {}))
+        try:
+            value = await handler(ServerRequest(method, key, body, responder))
+        except msgspec.ValidationError as exc:
+            raise ProtocolError(
+                f"input request {self.redactor.log_value(key, 64)!r} ({method}) does not fit: "
+                f"{self.redactor.log_value(str(exc))}",
+                server=self.name,
+            ) from None
+        answer = captured.answer
+        if isinstance(answer, ErrorAnswer):  # a raw handler that answered with an error
+            raise request_error(answer.error.code, answer.error.message, server=self.name)
+        return answer.result if isinstance(answer, ResultAnswer) else value
 
     async def _follow(
         self,
         task: Task,
         clock: _Clock,
         *,
-        stop_at_input: bool,
+        stop: Callable[[Task], bool],
         on_status: StatusCallback | None,
     ) -> Task:
-        """Poll (and listen) until the task ends, or needs input when ``stop_at_input``.
+        """Poll (and listen) until ``stop(state)``.
 
         Raises ``_Expired`` when the clock runs out first."""
         last = task
@@ -483,7 +574,7 @@ class TaskCalls(ClientCalls):
             on_status(last)
         warned = False
         with self._tasks.watching(task.task_id) as watch:
-            while not last.terminal and not (stop_at_input and last.status == "input_required"):
+            while not stop(last):
                 if not last.known_status and not warned:
                     warned = True
                     _log.info(
@@ -616,6 +707,35 @@ class TaskCalls(ClientCalls):
             timeout=limit,
             server=self.name,
         )
+
+
+def _ended(state: Task) -> bool:
+    return state.terminal
+
+
+def _ended_or_asking(state: Task) -> bool:
+    return state.terminal or state.status == "input_required"
+
+
+class _Captured:
+    """Where a hook's answer goes when the request came inside a task's state rather
+    than on the wire: kept for the ``tasks/update`` (a raw handler may answer through
+    its responder instead of returning)."""
+
+    epoch_number = 0
+
+    def __init__(self) -> None:
+        self.answer: ResultAnswer | ErrorAnswer | None = None
+
+    async def deliver(self, answer: ResultAnswer | ErrorAnswer, responder: Responder) -> bool:  # noqa: ARG002 - AnswerSink's signature
+        self.answer = answer
+        return True
+
+    def queue(self, answer: ResultAnswer | ErrorAnswer, responder: Responder) -> None:  # noqa: ARG002 - AnswerSink's signature
+        self.answer = answer
+
+    def withdraw(self, responder: Responder) -> None:
+        pass
 
 
 def _changed(new: Task, old: Task) -> bool:

@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_POLL_INTERVAL",
     "EXTENSION",
     "KNOWN_STATUSES",
+    "MAX_INPUT_REQUESTS",
     "MAX_POLL_INTERVAL",
     "MIN_POLL_INTERVAL",
     "RELATED_TASK",
@@ -58,6 +59,11 @@ TERMINAL_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
 MIN_POLL_INTERVAL: Final = 0.1
 MAX_POLL_INTERVAL: Final = 30.0
 DEFAULT_POLL_INTERVAL: Final = 1.0
+
+#: The most input requests (the extension's ``inputRequests`` keys) the host answers for
+#: one task: each key is new by the rule, so a server could ask without end, and the
+#: host remembers each key it answered (to answer it once).
+MAX_INPUT_REQUESTS: Final = 1000
 
 
 def poll_delay(poll_interval_ms: object) -> float:

@@ -644,15 +644,80 @@ async def test_a_cancelled_extension_task_is_a_task_error(autojump_clock: trio.a
     assert got.task_id == "e-1"
 
 
-async def test_an_extension_task_needing_input_is_a_task_error_left_running(
+async def test_an_extension_tasks_input_is_answered_once_by_the_hook_with_tasks_update(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    asked: list[tuple[str, Any]] = []
+
+    async def elicit(params: ElicitParams, context: HookContext) -> ElicitResult:
+        asked.append((params.message, context.request_id))
+        return ElicitResult(action="accept", content={"name": "Luca"})
+
+    form = {"mode": "form", "message": "name?", "requestedSchema": {"type": "object"}}
+    asks = {"name": {"method": "elicitation/create", "params": form}}
+    conn, peer = memory_connection(versions=[R5], elicitation=elicit)
+    updates: list[Json] = []
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(peer.discover, None, EXT_CAPS)
+            async with conn:
+
+                async def server() -> None:
+                    call = await peer.expect("tools/call")
+                    await peer.answer(call, ext_task() | {"resultType": "task"})
+                    waiting = ext_task("input_required", inputRequests=asks)
+                    await peer.answer(await peer.expect("tasks/get"), waiting)
+                    update = await peer.expect("tasks/update")
+                    updates.append(update)
+                    await peer.answer(update, {"resultType": "complete"})
+                    # Not yet taken in: the same request again, which is not asked twice.
+                    await peer.answer(await peer.expect("tasks/get"), waiting)
+                    done = ext_task(
+                        "completed", result={"content": [{"type": "text", "text": "Hi Luca"}]}
+                    )
+                    await peer.answer(await peer.expect("tasks/get"), done)
+
+                nursery.start_soon(server)
+                got = await conn.call_tool("hello", validate_output=False)
+            nursery.cancel_scope.cancel()
+    assert got.text == "Hi Luca"
+    assert asked == [("name?", "name")]  # the key is the request id the hook sees
+    assert updates[0]["params"]["taskId"] == "e-1"
+    assert updates[0]["params"]["inputResponses"] == {
+        "name": {"action": "accept", "content": {"name": "Luca"}}
+    }
+
+
+async def test_an_extension_task_asking_what_no_hook_answers_is_cancelled(
     autojump_clock: trio.abc.Clock,
 ) -> None:
     asks = {"name": {"method": "elicitation/create", "params": {"message": "name?"}}}
-    got, log = await ext_call([ext_task("input_required", inputRequests=asks)])
-    assert isinstance(got, TaskError)
-    assert got.task is not None
-    assert got.task.input_requests == asks
-    assert [m.get("method") for _, m in log] == ["tools/call", "tasks/get"]  # no tasks/cancel
+    conn, peer = memory_connection(versions=[R5])  # no elicitation hook
+    cancels: list[Json] = []
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(peer.discover, None, EXT_CAPS)
+            async with conn:
+
+                async def server() -> None:
+                    call = await peer.expect("tools/call")
+                    await peer.answer(call, ext_task() | {"resultType": "task"})
+                    waiting = ext_task("input_required", inputRequests=asks)
+                    await peer.answer(await peer.expect("tasks/get"), waiting)
+                    cancel = await peer.expect("tasks/cancel")
+                    cancels.append(cancel)
+                    await peer.answer(cancel, {"resultType": "complete"})
+
+                nursery.start_soon(server)
+                with pytest.raises(TaskError) as caught:
+                    await conn.call_tool("hello")
+                with trio.fail_after(10):
+                    while not cancels:
+                        await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    assert caught.value.task is not None
+    assert caught.value.task.input_requests == asks
+    assert cancels[0]["params"]["taskId"] == "e-1"
 
 
 async def test_a_completed_extension_task_without_its_result_is_a_protocol_error(
