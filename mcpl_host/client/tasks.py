@@ -422,16 +422,20 @@ class TaskCalls(ClientCalls):
             # progress for tasks).
             return await self._see_through(name, self._task(created), clock, limit)
         clock = _Clock(limit, progress_resets_timeout, max_timeout)
-        with contextlib.ExitStack() as stack:
-            sent = {**params, "task": task_param(None)}
+
+        def progressed(progress: float, total: float | None, message: str | None) -> None:
+            clock.progressed()
             if on_progress is not None:
-                report = on_progress
+                on_progress(progress, total, message)
 
-                def progressed(progress: float, total: float | None, message: str | None) -> None:
-                    clock.progressed()
-                    report(progress, total, message)
-
-                token = stack.enter_context(self._listening_for_progress(progressed))
+        listening: contextlib.AbstractContextManager[str | None] = (
+            self._listening_for_progress(progressed)
+            if on_progress is not None
+            else contextlib.nullcontext()
+        )
+        with listening as token:
+            sent = {**params, "task": task_param(None)}
+            if token is not None:
                 meta = params.get("_meta")
                 sent["_meta"] = {**(meta if isinstance(meta, dict) else {}), "progressToken": token}
             try:
@@ -444,7 +448,6 @@ class TaskCalls(ClientCalls):
             if created is None:
                 return raw  # the server ran it directly after all
             return await self._see_through(name, self._task(created), clock, limit)
-        raise AssertionError("unreachable")  # pragma: no cover - mypy: ExitStack may swallow
 
     async def _see_through(self, tool: str, task: Task, clock: _Clock, limit: float) -> Raw:
         """Follow a task the call created to its result's JSON. It is cancelled when the
