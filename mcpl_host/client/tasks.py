@@ -288,9 +288,11 @@ class TaskCalls(ClientCalls):
         2025-11-25: ``tasks/result``, which the server answers once the task has ended;
         while it waits, the server's requests for the task (elicitation, sampling)
         reach the hooks. The task's error is raised as a :class:`~mcpl_host.RequestError`.
-        2026-07-28: ``tasks/get`` until the task ends; a failed task's error is raised
-        as a :class:`~mcpl_host.RequestError`, a cancelled one as a
-        :class:`~mcpl_host.client.TaskError`.
+        2026-07-28: ``tasks/get`` until the task ends, the input it asks for on the way
+        answered by the hooks (``tasks/update``) as ``call_tool`` answers it; a failed
+        task's error is raised as a :class:`~mcpl_host.RequestError`, a cancelled one
+        (or one asking what no hook serves) as a :class:`~mcpl_host.client.TaskError`.
+        The task is left running when this times out or fails.
 
         With ``tool`` (the tool's name) the result is checked against the tool's
         ``outputSchema`` as :meth:`call_tool` checks it.
@@ -298,8 +300,17 @@ class TaskCalls(ClientCalls):
         profile = self._task_profile()
         limit = self.request_timeout if timeout is None else timeout
         if profile.task_extension:
-            task = await self.watch_task(task_id, timeout=limit)
-            raw = self._inline_outcome(task)
+            clock = _Clock(limit)
+            try:
+                first = await self.get_task(task_id, timeout=limit)
+                raw = self._inline_outcome(await self._through_inputs(first, clock))
+            except _Expired:
+                raise RequestTimeout(
+                    f"task {self.redactor.log_value(task_id, 64)!r} did not end within {limit:g} s",
+                    method="tasks/get",
+                    timeout=limit,
+                    server=self.name,
+                ) from None
         else:
             raw = await self._request_raw(
                 "tasks/result", {"taskId": task_id}, timeout=limit, rebind=True
