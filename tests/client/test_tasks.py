@@ -837,3 +837,36 @@ async def test_task_calls_on_a_revision_without_tasks_send_nothing() -> None:
 
             nursery.start_soon(server)
             await conn.ping()
+
+
+async def test_task_result_on_the_extension_answers_the_tasks_input(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    async def elicit(params: ElicitParams, context: HookContext) -> ElicitResult:
+        return ElicitResult(action="decline")
+
+    asks = {
+        "k1": {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {}}}
+    }
+    conn, peer = memory_connection(versions=[R5], elicitation=elicit)
+    updates: list[Json] = []
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(peer.discover, None, EXT_CAPS)
+            async with conn:
+
+                async def server() -> None:
+                    waiting = ext_task("input_required", inputRequests=asks)
+                    await peer.answer(await peer.expect("tasks/get"), waiting)
+                    update = await peer.expect("tasks/update")
+                    updates.append(update["params"]["inputResponses"])
+                    await peer.answer(update, {"resultType": "complete"})
+                    await peer.answer(
+                        await peer.expect("tasks/get"), ext_task("completed", result=RESULT)
+                    )
+
+                nursery.start_soon(server)
+                result = await conn.task_result("e-1")
+            nursery.cancel_scope.cancel()
+    assert result.text == "done"
+    assert updates == [{"k1": {"action": "decline"}}]
