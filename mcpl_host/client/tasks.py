@@ -50,6 +50,7 @@ from ..protocol.errors import (
     RequestTimeout,
     request_error,
 )
+from ..protocol.handshake import describe_error_member
 from ..protocol.messages import ErrorAnswer, ResultAnswer
 from ..protocol.profiles import Profile
 from ..protocol.redact import Redactor
@@ -622,14 +623,13 @@ class TaskCalls(ClientCalls):
                 )
             return task.result_json
         if task.status == "failed":
-            error = task.error or {}
-            code, message = error.get("code"), error.get("message")
-            raise request_error(
-                code if type(code) is int else None,
-                self.redactor.log_value(message if isinstance(message, str) else "task failed"),
-                error.get("data"),
-                server=self.name,
+            if task.error is None:
+                raise request_error(None, "the task failed and gave no error", server=self.name)
+            # Read as the error answer of a direct call is read (the same rule).
+            code, message, data = describe_error_member(
+                Raw(msgspec.json.encode(task.error)), self.redactor
             )
+            raise request_error(code, message, data, server=self.name)
         raise TaskError(
             f"task {self.redactor.log_value(task.task_id, 64)!r} was cancelled",
             task=task,
