@@ -20,6 +20,8 @@ from .client import (
     ResourceTemplateRef,
     Root,
     SamplingHook,
+    Task,
+    TaskError,
     TextContent,
     Tool,
 )
@@ -151,6 +153,8 @@ __all__ = [
     "StderrLine",
     "StdioTarget",
     "Target",
+    "Task",
+    "TaskError",
     "TcpTarget",
     "TextContent",
     "Tool",

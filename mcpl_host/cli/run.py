@@ -186,8 +186,9 @@ class _ServerRun:
         # A timeout's notifications/cancelled is written before the connection closes.
         # The result stays raw JSON, like the lists.
         if call.method == "tools/call":
-            return await conn.request(
-                call.method, call.params, result_type=Raw, on_progress=progress
+            # A tool the server runs as a task is followed to its end, as call_tool does.
+            return await conn.call_tool_raw(
+                call.params["name"], call.params.get("arguments"), on_progress=progress
             )
         return await conn.request(call.method, call.params, result_type=Raw)
 

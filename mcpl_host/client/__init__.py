@@ -7,6 +7,8 @@ from __future__ import annotations
 from .calls import ClientCalls
 from .decode import ResultDecodeError
 from .hooks import ElicitationHook, HookContext, SamplingHook
+from .task_types import Task, TaskError, TaskStatus
+from .tasks import StatusCallback, TaskCalls
 from .types import (
     Annotations,
     AudioContent,
@@ -77,6 +79,11 @@ __all__ = [
     "Root",
     "SamplingHook",
     "SamplingMessage",
+    "StatusCallback",
+    "Task",
+    "TaskCalls",
+    "TaskError",
+    "TaskStatus",
     "TextContent",
     "Tool",
     "ToolAnnotations",

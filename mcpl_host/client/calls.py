@@ -135,10 +135,19 @@ class ClientCalls(abc.ABC):
         max_timeout: float | None = None,
         rebind: bool | None = None,
         validate_output: bool = True,
+        task: bool | None = None,
     ) -> CallToolResult:
         """Call tool ``name``. A tool that failed is a result with ``is_error`` set, not an
         exception. ``on_progress`` and the timeout options are those of
         :meth:`Connection.request <mcpl_host.Connection.request>`.
+
+        A tool the server runs as a task is followed to its end and its result returned
+        as a direct call's (:mod:`mcpl_host.client.tasks`): on 2025-11-25 a tool whose
+        ``execution.taskSupport`` is ``"required"``, or ``"optional"`` with
+        ``task=True`` (``task=True`` on any other tool is a
+        :class:`~mcpl_host.client.TaskError`; ``task=False`` never asks for one); on
+        2026-07-28 whenever the server answers with a task. Then ``timeout`` bounds the
+        whole task, and a timeout or cancellation also sends ``tasks/cancel``.
 
         When the tool declared an ``outputSchema`` (in the cached tool list, read first
         if there is none), a successful result's ``structured_content`` must be present
@@ -151,7 +160,36 @@ class ClientCalls(abc.ABC):
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        raw = await self._request_raw(
+        raw = await self._tool_call_raw(
+            params,
+            task=task,
+            timeout=timeout,
+            on_progress=on_progress,
+            progress_resets_timeout=progress_resets_timeout,
+            max_timeout=max_timeout,
+            rebind=rebind,
+        )
+        result = self._tool_result(raw)
+        if validate_output and not result.is_error:
+            await self._check_output(name, result, timeout)
+        return result
+
+    async def _tool_call_raw(
+        self,
+        params: dict[str, Any],
+        *,
+        task: bool | None,
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+        progress_resets_timeout: bool,
+        max_timeout: float | None,
+        rebind: bool | None,
+    ) -> Raw:
+        """``tools/call``: the JSON of the tool's result. Made directly here (``task``
+        is for the connection, which makes the call as a task when it should be one:
+        mcpl_host.client.tasks)."""
+        del task
+        return await self._request_raw(
             "tools/call",
             params,
             timeout=timeout,
@@ -160,10 +198,9 @@ class ClientCalls(abc.ABC):
             max_timeout=max_timeout,
             rebind=rebind,
         )
-        result = self._decode(raw, CallToolResult, "tools/call")
-        if validate_output and not result.is_error:
-            await self._check_output(name, result, timeout)
-        return result
+
+    def _tool_result(self, raw: Raw) -> CallToolResult:
+        return self._decode(raw, CallToolResult, "tools/call")
 
     async def _check_output(self, tool: str, result: CallToolResult, timeout: float | None) -> None:
         if not self._lists.has_tools:

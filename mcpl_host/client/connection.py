@@ -40,7 +40,6 @@ from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.profiles import PROFILES, handshake_era, stateless_era, validate_allowlist
 from ..transports.targets import Target
 from .cache import ListCache
-from .calls import ClientCalls
 from .hooks import (
     ElicitationHook,
     HookContext,
@@ -53,12 +52,13 @@ from .hooks import (
 from .notifications import NotificationRouter
 from .pagination import DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_ITEMS, ListLimits
 from .restore import DEFAULT_MAX_SUBSCRIPTIONS, Restore, SessionState
+from .tasks import TaskBoard, TaskCalls
 from .types import Root
 
 __all__ = ["Connection", "ProgressCallback", "TransportFactory"]
 
 
-class Connection(Driver, ClientCalls):
+class Connection(Driver, TaskCalls):
     """A connection to one MCP server.
 
     Open it as an async context manager (it owns its nursery)::
@@ -71,7 +71,9 @@ class Connection(Driver, ClientCalls):
     typed exception (a :class:`~mcpl_host.McplHostError`), never an exception group.
 
     The typed MCP calls (``list_tools``, ``call_tool``, ``read_resource``, ...) are
-    methods of the connection: see :class:`~mcpl_host.client.calls.ClientCalls`.
+    methods of the connection: see :class:`~mcpl_host.client.calls.ClientCalls`; so are
+    the task calls (``start_task``, ``watch_task``, ...):
+    :class:`~mcpl_host.client.tasks.TaskCalls`.
 
     What a server may ask of the host comes through hooks: ``roots`` (the roots to
     offer, :class:`~mcpl_host.Root` values or URIs; change them with :meth:`set_roots`),
@@ -181,8 +183,13 @@ class Connection(Driver, ClientCalls):
             on_wire=on_wire,
             mcpl=mcpl,
         )
+        self._tasks = TaskBoard(server=self.name, redactor=self.redactor)
         self._notifications = NotificationRouter(
-            server=self.name, lists=self._lists, redactor=self.redactor, emit=self._emit
+            server=self.name,
+            lists=self._lists,
+            redactor=self.redactor,
+            emit=self._emit,
+            tasks=self._tasks,
         )
         self._session_state = SessionState(max_subscriptions=max_subscriptions, server=self.name)
 

@@ -7,6 +7,10 @@ which the connection's request machinery consumes).
 - ``notifications/message``: logged through structlog (logger ``mcpl_host.server``) at
   the mapped level with the server's name bound, and a :class:`~mcpl_host.ServerLog`
   event.
+- ``notifications/tasks/status`` (2025-11-25), ``notifications/tasks`` (the 2026-07-28
+  extension): handed to whoever follows that task (:class:`TaskBoard
+  <mcpl_host.client.tasks.TaskBoard>`), and a :class:`~mcpl_host.ServerNotification`
+  event.
 - anything else: a :class:`~mcpl_host.ServerNotification` event.
 
 A malformed notification is logged and dropped; it never reaches the reader loop as an
@@ -16,7 +20,7 @@ exception.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import msgspec
 from msgspec import Raw
@@ -58,6 +62,14 @@ class _Message(msgspec.Struct):
     logger: str | None = None
 
 
+class TaskStatusSink(Protocol):
+    """Where a task's pushed state goes (the connection's followers of tasks)."""
+
+    def takes(self, method: str) -> bool: ...
+
+    def push(self, method: str, params: Raw | None) -> None: ...
+
+
 _UPDATED: Final = msgspec.json.Decoder(_Updated)
 _MESSAGE: Final = msgspec.json.Decoder(_Message)
 
@@ -70,8 +82,10 @@ class NotificationRouter:
         lists: ListCache,
         redactor: Redactor,
         emit: Callable[[Event], None],
+        tasks: TaskStatusSink | None = None,
     ) -> None:
         self._lists = lists
+        self._tasks = tasks
         self._redactor = redactor
         self._emit = emit
         self._log = get_logger("mcpl_host.connection").bind(server=server)
@@ -92,6 +106,8 @@ class NotificationRouter:
             if message is not None:
                 self._log_message(message)
         else:
+            if self._tasks is not None and self._tasks.takes(method):
+                self._tasks.push(method, params)
             self._emit(ServerNotification(method, params))
 
     def _log_message(self, message: _Message) -> None:

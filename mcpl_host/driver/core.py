@@ -19,9 +19,10 @@ Every inbound message ends with one typed outcome, logged as one structured even
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import itertools
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, Self, TypeAlias, TypeVar, overload
 
 import trio
@@ -189,6 +190,7 @@ class Driver(OwnsNursery):
             spawn=self._spawn,
         )
         self._reconnect_scope: trio.CancelScope | None = None
+        self._progress_listeners: dict[str, ProgressCallback] = {}
         self._inbound = Inbound(
             server=self.name,
             pending=self._outbound.pending,
@@ -206,6 +208,7 @@ class Driver(OwnsNursery):
             on_notification=self._on_notification,
             on_lost=self._end_epoch_soon,
             on_wire=on_wire,
+            progress_listeners=self._progress_listeners,
         )
         self._on_wire = on_wire
         if mcpl is not None:
@@ -694,6 +697,19 @@ class Driver(OwnsNursery):
         return self._outbound.start(
             epoch, method, params, timeout=self.request_timeout, rebind=False, pinned=True
         )
+
+    @contextlib.contextmanager
+    def _listening_for_progress(self, callback: ProgressCallback) -> Iterator[str]:
+        """A progress token of the host's own, live while the block runs: progress
+        notifications naming it go to ``callback``. For a task, whose progress goes on
+        after the request that named the token was answered (a request's own token dies
+        with its answer). A string, so it never meets a request's integer token."""
+        token = f"mcpl_host/{next(self._ids)}"  # ids are never reused: neither is this
+        self._progress_listeners[token] = callback
+        try:
+            yield token
+        finally:
+            del self._progress_listeners[token]
 
     async def _answer(self, pending: Pending) -> Raw:
         """The answer to a request :meth:`_request_now` queued; raises what

@@ -53,7 +53,7 @@ from ..protocol.messages import encode
 from ..protocol.redact import Redactor
 from .epoch import BatchReply, BatchSlot, Epoch
 from .mcpl_session import McplSession
-from .pending import PROGRESS, Pending
+from .pending import PROGRESS, Pending, Progress, ProgressCallback
 from .responder import PING_RESULT, Handler, Responder, ServerRequest, ping
 from .timeouts import TimeoutWatch
 
@@ -88,12 +88,15 @@ class Inbound:
         on_notification: Callable[[str, Raw | None], None],
         on_lost: Callable[[Epoch, str], None],
         on_wire: Callable[[str, bytes], None] | None = None,
+        progress_listeners: Mapping[str, ProgressCallback] | None = None,
     ) -> None:
         self.server = server
         self.mcpl: McplSession | None = None  # set by the connection when MCPL is on
         self._pending = pending
         self._abandoned = abandoned
         self._progress = progress
+        # Progress for tokens no request holds: a task's, which outlives its request.
+        self._progress_listeners = progress_listeners if progress_listeners is not None else {}
         self._timeouts = timeouts
         self._handlers = handlers
         self.redactor = redactor
@@ -477,6 +480,11 @@ class Inbound:
             self._log.info("progress notification ignored", reason="malformed params")
             return
         token = progress.progressToken
+        if type(token) is str:
+            listener = self._progress_listeners.get(token)
+            if listener is not None:
+                self._report_progress(listener, progress, "a task")
+            return
         pending = self._progress.get(token) if type(token) is int else None
         if pending is None or pending.on_progress is None:
             return
@@ -484,10 +492,13 @@ class Inbound:
             timeout, hard = pending.progress_reset
             pending.deadline = min(trio.current_time() + timeout, hard)
             self._timeouts.watch(pending)
+        self._report_progress(pending.on_progress, progress, pending.method)
+
+    def _report_progress(self, callback: ProgressCallback, progress: Progress, what: str) -> None:
         try:
-            pending.on_progress(progress.progress, progress.total, progress.message)
+            callback(progress.progress, progress.total, progress.message)
         except Exception:  # the embedder's bug, but each is caused by a peer's message
-            self._log.exception("progress callback failed", method=pending.method)
+            self._log.exception("progress callback failed", method=what)
 
     def _describe(self, message: Classified | Batch) -> dict[str, Any]:
         if isinstance(message, (Request, Notification)):

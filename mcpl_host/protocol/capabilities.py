@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .profiles import Profile
+from .tasks import EXTENSION as TASKS_EXTENSION
 
 __all__ = ["client_capabilities"]
 
@@ -45,4 +46,10 @@ def client_capabilities(
             capabilities["elicitation"] = {"form": {}, "url": {}}
         else:
             capabilities["elicitation"] = {"form": {}}
+    # The host follows every task a server chooses to make (mcpl_host.client.tasks), so
+    # it names the extension. On 2025-11-25 the client's ``tasks`` capability would
+    # promise that the host *runs* tasks for the server (task-augmented sampling or
+    # elicitation, its own tasks/get): it does not, so it says nothing there.
+    if offered.task_extension:
+        capabilities["extensions"] = {TASKS_EXTENSION: {}}
     return capabilities

@@ -57,6 +57,9 @@ class Profile:
     #: What a result may ask the host for (``input_required``'s ``inputRequests``, MRTR):
     #: the stateless revision's stand-in for server requests.
     input_requests: frozenset[str] = frozenset()
+    #: Tasks come through the extension ``io.modelcontextprotocol/tasks``: named in each
+    #: request's capabilities, chosen by the server (``resultType: "task"``).
+    task_extension: bool = False
 
 
 _BASE_SERVER_REQUESTS: Final = frozenset({"ping", "roots/list", "sampling/createMessage"})
@@ -105,6 +108,7 @@ _R5: Final = replace(
     revision="2026-07-28",
     server_requests=frozenset(),
     tasks=False,
+    task_extension=True,
     stateless=True,
     input_requests=frozenset({"roots/list", "sampling/createMessage"}) | _ELICITATION,
 )

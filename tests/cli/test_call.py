@@ -80,3 +80,43 @@ def test_a_resources_mime_type_is_shown_escaped_cut_and_redacted(tmp_path: Path)
     assert "\u2028" not in done.stdout
     assert token not in done.stdout
     assert "x" * 300 not in done.stdout
+
+
+TASK_SERVER = """
+TASK = {"taskId": "t-9", "status": "working", "createdAt": "2025-11-25T00:00:00Z",
+        "lastUpdatedAt": "2025-11-25T00:00:00Z", "ttl": 1000, "pollInterval": 0}
+polls = 0
+for line in sys.stdin:
+    message = json.loads(line)
+    method, ident = message.get("method"), message.get("id")
+    if ident is None:
+        continue
+    if method == "server/discover":  # a handshake-era server knows no discover
+        send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "no"}})
+    elif method == "initialize":
+        initialized(message, capabilities={"tools": {}, "tasks": {
+            "requests": {"tools": {"call": {}}}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": ident, "result": {"tools": [{"name": "research",
+              "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}}]}})
+    elif method == "tools/call":
+        assert message["params"]["task"] == {}, message
+        send({"jsonrpc": "2.0", "id": ident, "result": {"task": TASK}})
+    elif method == "tasks/get":
+        polls += 1
+        send({"jsonrpc": "2.0", "id": ident, "result": dict(TASK,
+              status="completed" if polls == 2 else "working")})
+    elif method == "tasks/result":
+        send({"jsonrpc": "2.0", "id": ident, "result": {
+            "content": [{"type": "text", "text": "found " + message["params"]["taskId"]}]}})
+"""
+
+
+def test_a_tool_that_must_run_as_a_task_is_followed_to_its_result(tmp_path: Path) -> None:
+    argv = server(tmp_path, "tasks", TASK_SERVER)
+    report, done = run_json("call", "--json", "--trace", "--tool", "research", "--", *argv)
+    assert done.returncode == 0, done.stderr
+    assert report["result"] == {"content": [{"type": "text", "text": "found t-9"}]}
+    sent = [line for line in done.stderr.splitlines() if " -> " in line]
+    methods = [m for line in sent for m in ("tasks/get", "tasks/result") if f'"{m}"' in line]
+    assert methods == ["tasks/get", "tasks/get", "tasks/result"]

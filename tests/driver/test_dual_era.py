@@ -32,6 +32,8 @@ R5 = "2026-07-28"
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPS = "io.modelcontextprotocol/clientCapabilities"
 META_INFO = "io.modelcontextprotocol/clientInfo"
+# No hook given: the only capability is the tasks extension, which the host always follows.
+NO_HOOKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 
 
 async def test_a_stateless_server_is_reached_by_discover_and_no_initialize_is_sent() -> None:
@@ -62,7 +64,7 @@ async def test_a_stateless_server_is_reached_by_discover_and_no_initialize_is_se
         "params": {
             "_meta": {
                 META_VERSION: R5,
-                META_CAPS: {},
+                META_CAPS: NO_HOOKS,
                 META_INFO: {"name": "t", "version": "1"},
             }
         },
@@ -73,7 +75,7 @@ async def test_a_stateless_server_is_reached_by_discover_and_no_initialize_is_se
     assert listing["params"]["_meta"] == {
         "progressToken": 2,
         META_VERSION: R5,
-        META_CAPS: {},
+        META_CAPS: NO_HOOKS,
         META_INFO: {"name": "t", "version": "1"},
     }
     connected = [e for e in events if isinstance(e, Connected)]

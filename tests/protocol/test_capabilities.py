@@ -52,3 +52,14 @@ def test_no_hook_no_capability(offered: str) -> None:
 )
 def test_each_hook_alone(hook: str, offered: str, expected: dict[str, Any]) -> None:
     assert client_capabilities(PROFILES[offered], **{hook: True}) == expected
+
+
+def test_the_stateless_revision_names_the_tasks_extension_whatever_the_hooks() -> None:
+    # The host follows any task a 2026-07-28 server makes, so it always says so; the
+    # 2025-11-25 ``tasks`` capability (the host running tasks for the server) never.
+    extension = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    assert client_capabilities(PROFILES["2026-07-28"]) == extension
+    assert (
+        client_capabilities(PROFILES["2026-07-28"], sampling=True) == {"sampling": {}} | extension
+    )
+    assert "tasks" not in client_capabilities(PROFILES[R4], **ALL)
