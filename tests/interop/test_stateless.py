@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 import pytest
 import trio
 
-from mcpl_host import Connection, Connected, Event, HttpTarget, PromptRef, RequestError
+from mcpl_host import Connected, Connection, Event, HttpTarget, PromptRef, RequestError
 from mcpl_host.transports.targets import StdioTarget
 
 from .servers import sdk_server, sdk_server_http
