@@ -7,10 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import pytest
 import trio
 
 from mcpl_host import (
     Closed,
+    ConfigurationError,
     Connection,
     Event,
     Mcpl,
@@ -384,6 +386,17 @@ async def test_the_grant_through_the_harness_with_a_real_subprocess() -> None:
     }
     update = server.record.requests("featureSets/update")[0]
     assert "pushEvents" in update["params"]["effectiveCapabilities"]
+    # MCPL rides on initialize: with the default versions (2026-07-28 among them) an
+    # MCPL connection never asks server/discover, and offers its handshake revision.
+    opening = server.record.requests()[0]
+    assert opening["method"] == "initialize"
+    assert opening["params"]["protocolVersion"] == "2025-11-25"
+    assert server.record.requests("server/discover") == []
+
+
+def test_an_mcpl_connection_needs_a_handshake_era_revision() -> None:
+    with pytest.raises(ConfigurationError, match="MCPL needs a handshake-era revision"):
+        Connection("tcp://127.0.0.1:9", mcpl=Hooks().config(), versions=["2026-07-28"])
 
 
 def initialize_answer(init: dict[str, Any]) -> bytes:
