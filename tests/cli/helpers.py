@@ -42,6 +42,14 @@ def send(message):
     sys.stdout.write(json.dumps(message) + "\\n")
     sys.stdout.flush()
 
+def refused_discover(request):
+    # A handshake-era server refuses server/discover, which a dual-era host asks first.
+    if request.get("method") != "server/discover":
+        return False
+    send({"jsonrpc": "2.0", "id": request["id"],
+          "error": {"code": -32601, "message": "Method not found"}})
+    return True
+
 def read_initialize():
     # A handshake-era server: it refuses server/discover (a dual-era host asks it
     # first) as a method it does not know, and returns the initialize request.

@@ -61,6 +61,8 @@ def test_only_advertised_lists_are_asked_for(tmp_path: Path) -> None:
         """
         for line in sys.stdin:
             request = json.loads(line)
+            if refused_discover(request):
+                continue
             if request.get("method") == "initialize":
                 initialized(request, capabilities={"tools": {}})
             elif request.get("method") == "tools/list":

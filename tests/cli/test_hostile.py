@@ -31,6 +31,8 @@ def answering(tmp_path: Path, method: str, result: Any, capabilities: Any = None
                   "resources/templates/list": "resourceTemplates"}}
         for line in sys.stdin:
             request = json.loads(line)
+            if refused_discover(request):
+                continue
             if request.get("method") == "initialize":
                 initialized(request, capabilities={caps!r})
             elif request.get("method") == {method!r}:
@@ -124,6 +126,8 @@ def test_a_list_item_that_is_not_an_object_is_a_protocol_error(tmp_path: Path) -
 FOREVER = """
 for line in sys.stdin:
     request = json.loads(line)
+    if refused_discover(request):
+        continue
     if request.get("method") == "initialize":
         initialized(request)
     elif request.get("method") == "tools/list":

@@ -15,6 +15,8 @@ secret = os.environ["PLAIN"]
 print("starting with", secret, file=sys.stderr, flush=True)
 for line in sys.stdin:
     request = json.loads(line)
+    if refused_discover(request):
+        continue
     if request.get("method") == "initialize":
         initialized(request, server_info={"name": "leaky " + secret, "version": secret})
     elif request.get("method") == "tools/list":
@@ -61,6 +63,8 @@ def test_a_trace_line_is_escaped_and_cut(tmp_path: Path) -> None:
         sys.stdout.flush()
         for line in sys.stdin:
             request = json.loads(line)
+            if refused_discover(request):
+                continue
             if request.get("method") == "initialize":
                 initialized(request, capabilities={})
         """,

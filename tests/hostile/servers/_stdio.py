@@ -67,6 +67,10 @@ def handshake(
             sys.exit(0)
         if isinstance(message, dict) and message.get("method") == "initialize":
             break
+        if isinstance(message, dict) and message.get("method") == "server/discover":
+            # A handshake-era server: the dual-era host asks this first.
+            error = {"code": -32601, "message": "Method not found"}
+            send({"jsonrpc": "2.0", "id": message["id"], "error": error})
     if before_answer is not None:
         before_answer()
     send(
