@@ -23,8 +23,9 @@ from mcpl_host import (
     Reconnect,
     RequestError,
     ResourceUpdated,
+    Subscriptions,
 )
-from mcpl_host.protocol.subscriptions import SUBSCRIPTION_ID, Subscriptions
+from mcpl_host.protocol.subscriptions import SUBSCRIPTION_ID
 
 from ..driver.peer import Peer, PeerSupply, memory_connection
 
