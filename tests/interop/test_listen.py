@@ -1,0 +1,31 @@
+"""Interop on 2026-07-28 with the official Python SDK's server (mcp==2.3.0, stdio): the
+host's subscriptions/listen is acknowledged by a real server, and a tool list change it
+publishes reaches the embedder as ListChanged, with the cached list dropped."""
+
+from __future__ import annotations
+
+import trio
+
+from mcpl_host import Connection, Event, ListChanged
+
+from .servers import sdk_server
+
+
+async def test_a_list_change_arrives_on_the_listen() -> None:
+    events: list[Event] = []
+    with trio.fail_after(30):
+        async with Connection(sdk_server(), name="sdk", on_event=events.append) as conn:
+            assert conn.protocol_version == "2026-07-28"
+            while conn.acknowledged_subscriptions is None:
+                await trio.sleep(0.01)
+            assert conn.acknowledged_subscriptions.tools_list_changed
+            before = [tool.name for tool in await conn.list_tools()]
+            assert "extra_tool" not in before
+            await conn.call_tool("add_extra_tool")
+            while ListChanged("tools") not in events:
+                await trio.sleep(0.01)
+            after = [tool.name for tool in await conn.list_tools()]
+            assert after == [*before, "extra_tool"]
+    # Exactly one: the session's own notification (on the call's stream, naming no
+    # subscription) is dropped; the listen's is delivered.
+    assert [e for e in events if isinstance(e, ListChanged)] == [ListChanged("tools")]
