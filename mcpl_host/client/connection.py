@@ -291,18 +291,18 @@ class Connection(Driver, TaskCalls):
         # The server forgot what the last one was told. Asked for ahead of the rebound
         # requests: a rebound read then follows the subscription (no update between the
         # two is missed) and a rebound call logs at the level the embedder chose. On
-        # 2026-07-28 the subscriptions are the listen's.
-        if stateless:
-            self._listener.start()
-        else:
-            self._listener.stop()
+        # 2026-07-28 the subscriptions are the listen's, sent after the level.
         for item in self._session_state.restore():
             if stateless and item.method == "resources/subscribe":
                 continue
             pending = self._request_now(item.method, item.params)
             if pending is None:
-                return  # already gone: the next transport is asked
+                break  # already gone: the next transport is asked
             self._spawn(self._restored, item, pending)
+        if stateless:
+            self._listener.start()
+        else:
+            self._listener.stop()
 
     async def _restored(self, item: Restore, pending: Pending) -> None:
         """Wait for one restore's answer; a failure is logged and reported, never raised."""

@@ -336,3 +336,18 @@ async def test_closing_the_connection_ends_an_unanswered_listen() -> None:
             assert (await peer.recv())["method"] == "subscriptions/listen"
             # never answered, never acknowledged: leaving the block must not hang
         assert conn.acknowledged_subscriptions is None
+
+
+async def test_dropped_notifications_cost_a_bounded_number_of_log_lines() -> None:
+    with trio.fail_after(10):
+        async with stateless({"tools": {"listChanged": True}}) as (conn, peer, events):
+            listen = await peer.recv()
+            await peer.send(ack(listen["id"], {"toolsListChanged": True}))
+            with capture_logs() as logs:
+                for _ in range(200):  # a server naming a subscription that is not open
+                    await peer.send(note("notifications/tools/list_changed", 12345))
+                await peer.send(note("notifications/tools/list_changed", listen["id"]))
+                await until(lambda: ListChanged("tools") in events)
+            dropped = [e for e in logs if e["event"] == "notification dropped"]
+            assert len(dropped) == 5  # the log budget's burst; the rest only counted
+            assert [e for e in events if isinstance(e, ListChanged)] == [ListChanged("tools")]
