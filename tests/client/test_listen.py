@@ -340,7 +340,7 @@ async def test_closing_the_connection_ends_an_unanswered_listen() -> None:
 
 async def test_dropped_notifications_cost_a_bounded_number_of_log_lines() -> None:
     with trio.fail_after(10):
-        async with stateless({"tools": {"listChanged": True}}) as (conn, peer, events):
+        async with stateless({"tools": {"listChanged": True}}) as (_conn, peer, events):
             listen = await peer.recv()
             await peer.send(ack(listen["id"], {"toolsListChanged": True}))
             with capture_logs() as logs:
