@@ -77,6 +77,7 @@ from .protocol.errors import (
 from .protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from .protocol.profiles import KNOWN_REVISIONS, PROFILES, Profile
 from .protocol.redact import Redactor
+from .protocol.subscriptions import Subscriptions
 from .transports.targets import (
     HttpTarget,
     StdioTarget,
@@ -152,6 +153,7 @@ __all__ = [
     "SpawnError",
     "StderrLine",
     "StdioTarget",
+    "Subscriptions",
     "Target",
     "Task",
     "TaskError",

@@ -20,6 +20,7 @@ from ..protocol.errors import McplHostError, OutputSchemaError
 from ..protocol.redact import Redactor
 from .cache import ListCache, ListKind
 from .decode import decode_result
+from .listen import Listener
 from .pagination import DEFAULT_MAX_PAGES, ListLimits, collect_raw
 from .restore import SessionState
 from .schema import UnsupportedSchema
@@ -69,6 +70,8 @@ class ClientCalls(abc.ABC):
     list_limits: ListLimits  # the most one listing collects, across its pages
     _lists: ListCache
     _session_state: SessionState  # what a new transport is asked for again
+    _listener: Listener  # 2026-07-28: the subscriptions/listen kept open
+    request_timeout: float
 
     @abc.abstractmethod
     async def _request_raw(
@@ -286,11 +289,17 @@ class ClientCalls(abc.ABC):
         raw = await self._request_raw("resources/read", {"uri": uri}, timeout=timeout)
         return self._decode(raw, ReadResourceResult, "resources/read")
 
-    async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+    async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> bool:
         """Ask for ``notifications/resources/updated`` when ``uri`` changes (each arrives
         as a :class:`~mcpl_host.ResourceUpdated` event). Once the server accepts it, the
         subscription is asked for again after each reconnect, until
-        :meth:`unsubscribe_resource`.
+        :meth:`unsubscribe_resource`. Returns whether it is in force.
+
+        In the handshake era this sends ``resources/subscribe`` (a refusal raises). On
+        2026-07-28 it re-issues the connection's ``subscriptions/listen`` with ``uri``
+        added and waits for the acknowledgement: False when the server left ``uri``
+        out (it is not in force, not recorded, and no update for it is delivered), and
+        :class:`~mcpl_host.RequestError` when the server refused the listen.
 
         Also raises :class:`~mcpl_host.LimitExceeded`, with nothing written, for one URI
         more than the connection's ``max_subscriptions``.
@@ -298,15 +307,33 @@ class ClientCalls(abc.ABC):
         token = self._session_state.subscribing(uri)
         accepted = False
         try:
-            await self._request_raw("resources/subscribe", {"uri": uri}, timeout=timeout)
-            accepted = True
+            if self._listener.active:
+                generation = self._listener.changed()
+                limit = self.request_timeout if timeout is None else timeout
+                ack = await self._listener.acknowledged_since(generation, limit)
+                accepted = uri in ack.resources
+                if not accepted:
+                    _log.info(
+                        "subscription not acknowledged",
+                        server=self.name,
+                        uri=self.redactor.log_value(uri),
+                    )
+            else:
+                await self._request_raw("resources/subscribe", {"uri": uri}, timeout=timeout)
+                accepted = True
         finally:
             self._session_state.subscribe_answered(uri, token, accepted=accepted)
+        return accepted
 
     async def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
         """Stop the updates for ``uri``; it is not asked for again after a reconnect,
-        whatever this request's answer."""
+        whatever this request's answer. On 2026-07-28 the listen is re-issued without
+        it (the old one is cancelled at once; this does not wait for the new one's
+        acknowledgement)."""
         self._session_state.unsubscribing(uri)
+        if self._listener.active:
+            self._listener.changed()
+            return
         await self._request_raw("resources/unsubscribe", {"uri": uri}, timeout=timeout)
 
     # -- prompts -----------------------------------------------------------------------

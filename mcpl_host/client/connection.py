@@ -13,6 +13,7 @@ machinery, with no forwarding layer on the path each request takes.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -38,6 +39,7 @@ from ..protocol.capabilities import client_capabilities
 from ..protocol.errors import ConnectionClosed, McplHostError, RequestError
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.profiles import PROFILES, handshake_era, stateless_era, validate_allowlist
+from ..protocol.subscriptions import LISTEN, Subscriptions
 from ..transports.targets import Target
 from .cache import ListCache
 from .hooks import (
@@ -49,6 +51,7 @@ from .hooks import (
     roots_handler,
     sampling_handler,
 )
+from .listen import DEFAULT_MAX_RELISTENS, Listener
 from .notifications import NotificationRouter
 from .pagination import DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_ITEMS, ListLimits
 from .restore import DEFAULT_MAX_SUBSCRIPTIONS, Restore, SessionState
@@ -113,9 +116,11 @@ class Connection(Driver, TaskCalls):
         max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
         max_list_items: int = DEFAULT_MAX_LIST_ITEMS,
         max_list_bytes: int = DEFAULT_MAX_LIST_BYTES,
+        max_relistens: int = DEFAULT_MAX_RELISTENS,
     ) -> None:
         """Raises :class:`~mcpl_host.ConfigurationError` for a bad target or allowlist or
-        ``max_subscriptions``, ``max_list_items`` or ``max_list_bytes`` below 1,
+        ``max_subscriptions``, ``max_list_items`` or ``max_list_bytes`` below 1 or
+        ``max_relistens`` below 0,
         ``TypeError`` for a root that is neither a Root nor a string.
 
         ``versions``: the revisions the host may speak (default: all). With 2026-07-28
@@ -127,6 +132,10 @@ class Connection(Driver, TaskCalls):
         transport; with one, a lost transport is replaced and pending requests rebound,
         after the new transport is asked again for the resource subscriptions and the
         logging level the server accepted (at most ``max_subscriptions`` URIs).
+        On 2026-07-28 list changes and resource updates come on one
+        ``subscriptions/listen`` the connection keeps open (docs/client.md,
+        "Subscriptions"); after the server ends it, it is reopened at most
+        ``max_relistens`` times in a row (0: never).
         ``max_list_items``, ``max_list_bytes``: the most items, and bytes of page JSON,
         one listing (``list_tools`` and the other lists) collects across its pages; past
         either it raises :class:`~mcpl_host.LimitExceeded` and keeps nothing.
@@ -192,6 +201,28 @@ class Connection(Driver, TaskCalls):
             tasks=self._tasks,
         )
         self._session_state = SessionState(max_subscriptions=max_subscriptions, server=self.name)
+        self._listener = Listener(
+            server=self.name,
+            state=self._session_state,
+            route=self._notifications.handle,
+            capabilities=lambda: self.server_capabilities,
+            start=lambda params: self._request_now(LISTEN, params, timeout=math.inf),
+            answer=lambda pending: self._answer(pending, timeout=math.inf),
+            spawn=self._spawn,
+            closing=lambda: self._closing,
+            on_gap=self._lists.invalidate,
+            log=self._log,
+            redactor=self.redactor,
+            max_relistens=max_relistens,
+        )
+
+    @property
+    def acknowledged_subscriptions(self) -> Subscriptions | None:
+        """On 2026-07-28, what the server's ``notifications/subscriptions/acknowledged``
+        honours of the open ``subscriptions/listen`` (list changes by kind, resource
+        URIs): only these are delivered. None in the handshake era, between transports,
+        and while no listen is open or acknowledged."""
+        return self._listener.acknowledged if self._listener.active else None
 
     async def set_roots(self, roots: Iterable[Root | str], *, timeout: float | None = None) -> None:
         """Replace the roots offered to the server and tell it they changed
@@ -237,18 +268,41 @@ class Connection(Driver, TaskCalls):
         return result
 
     def _on_notification(self, method: str, params: Raw | None) -> None:
+        if method == "notifications/cancelled":
+            # One naming none of the server's requests: it may end the listen.
+            if self._listener.active:
+                self._listener.server_cancelled(params)
+            return
+        if self._listener.active and self._listener.take(method, params):
+            return  # 2026-07-28: a listen's notification, routed when it is the open one's
         self._notifications.handle(method, params)
+
+    def _stateless(self) -> bool:
+        profile = self.profile
+        return profile is not None and profile.stateless
+
+    def _transport_up(self) -> None:
+        if self._stateless():
+            self._listener.start()
 
     def _transport_replaced(self) -> None:
         self._lists.invalidate()  # the new transport may reach a changed server
+        stateless = self._stateless()
         # The server forgot what the last one was told. Asked for ahead of the rebound
         # requests: a rebound read then follows the subscription (no update between the
-        # two is missed) and a rebound call logs at the level the embedder chose.
+        # two is missed) and a rebound call logs at the level the embedder chose. On
+        # 2026-07-28 the subscriptions are the listen's, sent after the level.
         for item in self._session_state.restore():
+            if stateless and item.method == "resources/subscribe":
+                continue
             pending = self._request_now(item.method, item.params)
             if pending is None:
-                return  # already gone: the next transport is asked
+                break  # already gone: the next transport is asked
             self._spawn(self._restored, item, pending)
+        if stateless:
+            self._listener.start()
+        else:
+            self._listener.stop()
 
     async def _restored(self, item: Restore, pending: Pending) -> None:
         """Wait for one restore's answer; a failure is logged and reported, never raised."""

@@ -62,6 +62,12 @@ class SessionState:
         return tuple(self._subscriptions)
 
     @property
+    def wanted(self) -> tuple[str, ...]:
+        """The URIs recorded and those waiting for their answer, in the order made: what a
+        2026-07-28 ``subscriptions/listen`` asks for."""
+        return tuple(dict.fromkeys([*self._subscriptions, *self._waiting]))
+
+    @property
     def level(self) -> str | None:
         return None if self._level is None else self._level[0]
 

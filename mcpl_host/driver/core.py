@@ -11,8 +11,8 @@ onto it by the rule in :mod:`mcpl_host.driver.rebind`.
 The driver knows nothing of MCP's typed calls, hooks or list caches: the public
 :class:`~mcpl_host.Connection` (``mcpl_host.client.connection``) is a driver with those
 on top. What the client adds reaches down only through what it passes in (handlers,
-capabilities) and two methods it overrides: ``_on_notification`` and
-``_transport_replaced``.
+capabilities) and three methods it overrides: ``_on_notification``,
+``_transport_up`` and ``_transport_replaced``.
 
 Every inbound message ends with one typed outcome, logged as one structured event.
 """
@@ -308,6 +308,7 @@ class Driver(OwnsNursery):
                 self._closed.set()
             else:
                 self._state = _State.CONNECTED
+                self._transport_up()
                 task_status.started(self)
                 await self._supervise()
             nursery.cancel_scope.cancel()
@@ -687,16 +688,20 @@ class Driver(OwnsNursery):
         )
         return result
 
-    def _request_now(self, method: str, params: Any) -> Pending | None:
+    def _request_now(
+        self, method: str, params: Any, *, timeout: float | None = None
+    ) -> Pending | None:
         """Queue a request on the current transport at once, ahead of anything queued
         after this call, and bound to that transport (never rebound); None between
-        transports. :meth:`_answer` waits for its answer."""
+        transports. :meth:`_answer` waits for its answer. ``timeout`` defaults to
+        ``request_timeout``; ``math.inf`` for a request the server answers only when it
+        is done with it (``subscriptions/listen``), which its transport's end, closing
+        the connection or the caller's cancellation still ends."""
         epoch = self._ready_epoch()
         if epoch is None:
             return None
-        return self._outbound.start(
-            epoch, method, params, timeout=self.request_timeout, rebind=False, pinned=True
-        )
+        limit = self.request_timeout if timeout is None else timeout
+        return self._outbound.start(epoch, method, params, timeout=limit, rebind=False, pinned=True)
 
     @contextlib.contextmanager
     def _listening_for_progress(self, callback: ProgressCallback) -> Iterator[str]:
@@ -711,11 +716,11 @@ class Driver(OwnsNursery):
         finally:
             del self._progress_listeners[token]
 
-    async def _answer(self, pending: Pending) -> Raw:
-        """The answer to a request :meth:`_request_now` queued; raises what
-        :meth:`request` raises."""
+    async def _answer(self, pending: Pending, *, timeout: float | None = None) -> Raw:
+        """The answer to a request :meth:`_request_now` queued (``timeout``: the one it
+        was queued with, for the error's text); raises what :meth:`request` raises."""
         result: Raw = await self._outbound.finish(
-            pending, result_type=Raw, timeout=self.request_timeout
+            pending, result_type=Raw, timeout=self.request_timeout if timeout is None else timeout
         )
         return result
 
@@ -810,8 +815,16 @@ class Driver(OwnsNursery):
 
     def _on_notification(self, method: str, params: Raw | None) -> None:
         """A server notification the request machinery does not consume itself
-        (cancellation and progress are)."""
-        self._emit(ServerNotification(method, params))
+        (progress is, and a cancellation of a server request in flight). A
+        ``notifications/cancelled`` that comes here names none of the server's own
+        requests: one of the host's, which the subclass may act on (a listen)."""
+        if method != "notifications/cancelled":
+            self._emit(ServerNotification(method, params))
+
+    def _transport_up(self) -> None:
+        """The first transport is up (its profile bound), before ``run`` reports
+        started: what the subclass opens on it now goes out ahead of the embedder's
+        first request."""
 
     def _transport_replaced(self) -> None:
         """A new transport is up after a reconnect: it may reach a changed server, one

@@ -464,6 +464,10 @@ class Inbound:
             scope = epoch.inbound.get(request_id) if isinstance(request_id, (str, int)) else None
             if scope is not None:
                 scope.cancel()
+            else:
+                # None of the server's requests: it may give up one of the host's (a
+                # 2026-07-28 server ends a listen so); the connection decides.
+                self._notify(note.method, note.params)
             return
         if note.method == "notifications/progress":
             self._on_progress(note.params)

@@ -241,7 +241,7 @@ async def list_roots(ctx: Context) -> RootsAnswer:
 
 
 @server.tool(
-    description="Register tool `extra_tool` and send notifications/tools/list_changed.",
+    description="Register tool `extra_tool` and send notifications/tools/list_changed\n(to the session, and to each subscriptions/listen stream).",
     structured_output=False,
 )
 async def add_extra_tool(ctx: Context) -> str:
@@ -250,7 +250,8 @@ async def add_extra_tool(ctx: Context) -> str:
         return "extra"
 
     server.add_tool(extra_tool, structured_output=False)
-    await ctx.session.send_tool_list_changed()
+    await ctx.session.send_tool_list_changed()  # the handshake era's way
+    await ctx.notify_tools_changed()  # 2026-07-28's: to each subscriptions/listen stream
     return "added extra_tool"
 
 
