@@ -125,7 +125,11 @@ class Negotiator:
             )
             assert not isinstance(step, Fallback | Retry | None)
             if isinstance(step, Established):
-                ERAS.remember(self._era_key, HANDSHAKE)
+                if self._stateless:
+                    # Known to be of the handshake era only where server/discover could
+                    # be (or was remembered to be) refused: an allowlist without the
+                    # stateless revision proves nothing about the server.
+                    ERAS.remember(self._era_key, HANDSHAKE)
                 return step
             error = step.error
             if (

@@ -354,6 +354,31 @@ async def test_the_era_is_remembered_per_target(tmp_path: Path) -> None:
     ERAS.clear()
 
 
+async def test_a_handshake_only_connection_leaves_no_era_for_a_dual_era_one(
+    tmp_path: Path,
+) -> None:
+    # A connection that could not ask server/discover learns nothing of the server's era:
+    # the next connection, with the stateless revision allowed, still asks.
+    script = tmp_path / "legacy.py"
+    script.write_text(_LEGACY_SERVER)
+    target = StdioTarget([sys.executable, str(script)])
+    ERAS.clear()
+    firsts: list[str] = []
+    for versions in (["2025-06-18"], None):
+        lines: list[bytes] = []
+
+        def wire(direction: str, line: bytes, lines: list[bytes] = lines) -> None:
+            if direction == "out":
+                lines.append(line)
+
+        with trio.fail_after(20):
+            async with Connection(target, versions=versions, on_wire=wire):
+                pass
+        firsts.append(msgspec.json.decode(lines[0])["method"])
+    assert firsts == ["initialize", "server/discover"]
+    ERAS.clear()
+
+
 async def test_a_stateless_server_sending_requests_is_refused_method_not_found() -> None:
     # 2026-07-28 servers send no requests (they ask through results): ping and the hooks'
     # methods are refused, even with hooks given.
