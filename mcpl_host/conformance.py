@@ -45,6 +45,14 @@ async def _json_schema_echo(conn: Connection) -> None:
     await conn.call_tool("json_schema_echo", {"schema": focal.input_schema})
 
 
+async def _request_state(conn: Connection) -> None:
+    """SEP-2322: each tool of the scenario once, in its order. Two answer
+    ``input_required`` (with and without ``requestState``); the unrelated one, called
+    between them, must carry nothing of theirs; the last has no ``resultType``."""
+    for tool in await conn.list_tools():
+        await conn.call_tool(tool.name, {})
+
+
 async def accept_with_defaults(params: ElicitParams, _context: HookContext) -> ElicitResult:
     """An elicitation answered as a user who accepts every default the form offers."""
     properties = (params.requested_schema or {}).get("properties") or {}
@@ -62,13 +70,14 @@ SCENARIOS: dict[str, Callable[[Connection], Awaitable[None]]] = {
     "elicitation-sep1034-client-defaults": _call_first_tool,
     "sse-retry": _call_first_tool,
     "json-schema-2020-12-preservation": _json_schema_echo,
+    "sep-2322-client-request-state": _request_state,
 }
 
 
 async def run(url: str, scenario: str) -> None:
     act = SCENARIOS[scenario]
     options: dict[str, Any] = {"request_timeout": 20.0}
-    if scenario.startswith("elicitation"):
+    if scenario.startswith(("elicitation", "sep-2322")):
         options["elicitation"] = accept_with_defaults
     async with Connection(HttpTarget(url), name=f"conformance:{scenario}", **options) as conn:
         await act(conn)

@@ -50,12 +50,13 @@ class InputRequest(msgspec.Struct, frozen=True, gc=False):
     """One entry of ``inputRequests``: what the server asks, its params still raw."""
 
     method: str
-    params: Raw | None = None
+    # Raw takes any JSON (null included); absent params read as an empty object.
+    params: Raw = msgspec.field(default_factory=lambda: Raw(b"{}"))
 
 
 class _InputRequired(msgspec.Struct, gc=False, rename="camel"):
     input_requests: dict[str, InputRequest] | None = None
-    request_state: Raw | None = None
+    request_state: Raw = msgspec.field(default_factory=lambda: Raw(b"null"))
 
 
 class InputRequired(msgspec.Struct, frozen=True, gc=False):
@@ -96,10 +97,10 @@ def input_required(
         found = _INPUT.decode(raw)
     except (msgspec.DecodeError, RecursionError) as exc:
         raise _bad(raw, method, safe(str(exc)), server) from None
-    state = found.request_state
-    if state is not None and bytes(state) == b"null":
+    state: Raw | None = found.request_state
+    if bytes(found.request_state) == b"null":  # absent, or null: no state to echo
         state = None
-    if state is not None and not bytes(state).startswith(b'"'):
+    elif not bytes(found.request_state).startswith(b'"'):
         raise _bad(raw, method, "requestState is not a string", server)
     if not found.input_requests and state is None:
         raise _bad(
