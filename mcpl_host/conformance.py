@@ -89,6 +89,14 @@ def _context() -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
+async def _request_state(conn: Connection) -> None:
+    """SEP-2322: each tool of the scenario once, in its order. Two answer
+    ``input_required`` (with and without ``requestState``); the unrelated one, called
+    between them, must carry nothing of theirs; the last has no ``resultType``."""
+    for tool in await conn.list_tools():
+        await conn.call_tool(tool.name, {})
+
+
 async def accept_with_defaults(params: ElicitParams, _context: HookContext) -> ElicitResult:
     """An elicitation answered as a user who accepts every default the form offers."""
     properties = (params.requested_schema or {}).get("properties") or {}
@@ -111,13 +119,14 @@ SCENARIOS: dict[str, Callable[[Connection], Awaitable[None]]] = {
     "http-custom-headers": _scenario_tool_calls,
     "http-invalid-tool-headers": _call_listed_tools,
     "json-schema-ref-no-deref": _list_tools,
+    "sep-2322-client-request-state": _request_state,
 }
 
 
 async def run(url: str, scenario: str) -> None:
     act = SCENARIOS[scenario]
     options: dict[str, Any] = {"request_timeout": 20.0}
-    if scenario.startswith("elicitation"):
+    if scenario.startswith(("elicitation", "sep-2322")):
         options["elicitation"] = accept_with_defaults
     async with Connection(HttpTarget(url), name=f"conformance:{scenario}", **options) as conn:
         await act(conn)

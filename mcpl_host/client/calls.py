@@ -16,11 +16,21 @@ from msgspec import UNSET, Raw
 
 from .._log import get_logger
 from ..driver.pending import ProgressCallback
-from ..protocol.errors import McplHostError, OutputSchemaError
+from ..protocol.errors import (
+    INVALID_PARAMS,
+    RESOURCE_NOT_FOUND,
+    McplHostError,
+    OutputSchemaError,
+    RequestError,
+    ResourceNotFound,
+)
+from ..protocol.profiles import Profile
 from ..protocol.redact import Redactor
 from .cache import ListCache, ListKind
 from .decode import decode_result
+from .hooks import HookContext, InputHooks
 from .listen import Listener
+from .mrtr import InputLimits, resolve
 from .pagination import DEFAULT_MAX_PAGES, ListLimits, collect_raw
 from .restore import SessionState
 from .schema import UnsupportedSchema
@@ -72,6 +82,8 @@ class ClientCalls(abc.ABC):
     _session_state: SessionState  # what a new transport is asked for again
     _listener: Listener  # 2026-07-28: the subscriptions/listen kept open
     request_timeout: float
+    _hooks: InputHooks  # answer a 2026-07-28 result's inputRequests
+    input_limits: InputLimits  # the most rounds and inputs one such call takes
 
     @abc.abstractmethod
     async def _request_raw(
@@ -91,6 +103,33 @@ class ClientCalls(abc.ABC):
     def _tool_rejected(self, name: str) -> str | None:
         """Why the last listing rejected tool ``name`` (malformed ``x-mcp-header``
         annotations, 2026-07-28), or None."""
+
+    @abc.abstractmethod
+    def _result_profile(self) -> Profile | None:
+        """The profile of the transport the last answer came on."""
+
+    async def _request_result(self, method: str, params: Any, **options: Any) -> Raw:
+        """A request that may be answered ``input_required`` (2026-07-28): the rounds
+        are run (``client/mrtr.py``) and the complete result returned."""
+        raw = await self._request_raw(method, params, **options)
+        profile = self._result_profile()
+        if profile is None or not profile.stateless:
+            return raw
+
+        async def send(again: Any) -> Raw:
+            return await self._request_raw(method, again, **options)
+
+        return await resolve(
+            raw,
+            method,
+            params,
+            send,
+            hooks=self._hooks,
+            allowed=profile.input_requests,
+            context=HookContext(self.name, None, profile.revision),
+            limits=self.input_limits,
+            safe=self._safe,
+        )
 
     @property
     def max_list_items(self) -> int:
@@ -192,7 +231,7 @@ class ClientCalls(abc.ABC):
         is for the connection, which makes the call as a task when it should be one:
         mcpl_host.client.tasks)."""
         del task
-        return await self._request_raw(
+        return await self._request_result(
             "tools/call",
             params,
             timeout=timeout,
@@ -286,7 +325,17 @@ class ClientCalls(abc.ABC):
         )
 
     async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
-        raw = await self._request_raw("resources/read", {"uri": uri}, timeout=timeout)
+        """The contents of ``uri``. Raises :class:`~mcpl_host.ResourceNotFound` when the
+        server has no such resource (-32002; on 2026-07-28 -32602, which that revision
+        uses for it)."""
+        try:
+            raw = await self._request_result("resources/read", {"uri": uri}, timeout=timeout)
+        except RequestError as exc:
+            if not _not_found(exc.code, self._result_profile()):
+                raise
+            raise ResourceNotFound(
+                exc.code, exc.error_message, exc.data, uri=uri, server=exc.server
+            ) from None
         return self._decode(raw, ReadResourceResult, "resources/read")
 
     async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> bool:
@@ -358,7 +407,7 @@ class ClientCalls(abc.ABC):
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        raw = await self._request_raw("prompts/get", params, timeout=timeout)
+        raw = await self._request_result("prompts/get", params, timeout=timeout)
         return self._decode(raw, GetPromptResult, "prompts/get")
 
     # -- completion --------------------------------------------------------------------
@@ -425,3 +474,10 @@ class ClientCalls(abc.ABC):
 
     def _safe(self, text: str) -> str:
         return self.redactor.log_value(text)
+
+
+def _not_found(code: int | None, profile: Profile | None) -> bool:
+    # -32002 on every revision (2026-07-28 still accepts the old code).
+    return code == RESOURCE_NOT_FOUND or (
+        code == INVALID_PARAMS and profile is not None and profile.stateless
+    )

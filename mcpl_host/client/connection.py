@@ -38,20 +38,20 @@ from ..protocol.batch import DEFAULT_MAX_BATCH_ENTRIES
 from ..protocol.capabilities import client_capabilities
 from ..protocol.errors import ConnectionClosed, McplHostError, RequestError
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
-from ..protocol.profiles import PROFILES, handshake_era, stateless_era, validate_allowlist
+from ..protocol.profiles import (
+    PROFILES,
+    Profile,
+    handshake_era,
+    stateless_era,
+    validate_allowlist,
+)
+from ..protocol.results import INPUT_REQUIRED_METHODS, input_required
 from ..protocol.subscriptions import LISTEN, Subscriptions
 from ..transports.targets import Target
 from .cache import ListCache
-from .hooks import (
-    ElicitationHook,
-    HookContext,
-    SamplingHook,
-    as_roots,
-    elicitation_handler,
-    roots_handler,
-    sampling_handler,
-)
+from .hooks import ElicitationHook, HookContext, InputHooks, SamplingHook, as_roots
 from .listen import DEFAULT_MAX_RELISTENS, Listener
+from .mrtr import DEFAULT_MAX_INPUT_REQUESTS, DEFAULT_MAX_INPUT_ROUNDS, InputLimits
 from .notifications import NotificationRouter
 from .pagination import DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_ITEMS, ListLimits
 from .restore import DEFAULT_MAX_SUBSCRIPTIONS, Restore, SessionState
@@ -117,6 +117,8 @@ class Connection(Driver, TaskCalls):
         max_list_items: int = DEFAULT_MAX_LIST_ITEMS,
         max_list_bytes: int = DEFAULT_MAX_LIST_BYTES,
         max_relistens: int = DEFAULT_MAX_RELISTENS,
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        max_input_requests: int = DEFAULT_MAX_INPUT_REQUESTS,
     ) -> None:
         """Raises :class:`~mcpl_host.ConfigurationError` for a bad target or allowlist or
         ``max_subscriptions``, ``max_list_items`` or ``max_list_bytes`` below 1 or
@@ -139,6 +141,10 @@ class Connection(Driver, TaskCalls):
         ``max_list_items``, ``max_list_bytes``: the most items, and bytes of page JSON,
         one listing (``list_tools`` and the other lists) collects across its pages; past
         either it raises :class:`~mcpl_host.LimitExceeded` and keeps nothing.
+        ``max_input_rounds``, ``max_input_requests``: on 2026-07-28, the most times one
+        ``call_tool``, ``get_prompt`` or ``read_resource`` is sent again for the input
+        its result asks for (MRTR), and the most inputs one result may ask for; past
+        either it raises :class:`~mcpl_host.LimitExceeded` (docs/client.md).
         ``mcpl``: speak MCPL with a server that advertises it (docs/mcpl.md): the grant
         patterns and the hooks for the server's MCPL methods.
         ``on_wire(direction, line)``: called with every line read (``"in"``) and written
@@ -147,17 +153,16 @@ class Connection(Driver, TaskCalls):
         """
         allowlist = validate_allowlist(versions)
         self.list_limits = ListLimits(items=max_list_items, bytes=max_list_bytes)
+        self.input_limits = InputLimits(rounds=max_input_rounds, requests=max_input_requests)
         self._roots = None if roots is None else as_roots(roots)
         self._url_elicitation = url_elicitation
-        hooks: dict[str, Handler] = {}
-        if self._roots is not None:
-            hooks["roots/list"] = roots_handler(self._current_roots)
-        if sampling is not None:
-            hooks["sampling/createMessage"] = sampling_handler(sampling, self._context)
-        if elicitation is not None:
-            hooks["elicitation/create"] = elicitation_handler(
-                elicitation, self._context, self._url_mode
-            )
+        self._hooks = InputHooks(
+            roots=None if self._roots is None else self._current_roots,
+            sampling=sampling,
+            elicitation=elicitation,
+            url_mode=self._url_mode,
+        )
+        hooks = self._hooks.handlers(self._context)
         self._lists = ListCache()
         handshake, stateless = handshake_era(allowlist), stateless_era(allowlist)
         hooked = {
@@ -265,7 +270,18 @@ class Connection(Driver, TaskCalls):
             max_timeout=max_timeout,
             rebind=rebind,
         )
+        profile = self._result_profile()
+        if profile is not None and profile.stateless and method not in INPUT_REQUIRED_METHODS:
+            # Every 2026-07-28 result says what it is; the three that may ask for input
+            # are read by the rounds (client/mrtr.py), the rest must be complete.
+            input_required(result, method, server=self.name, safe=self.redactor.log_value)
         return result
+
+    def _result_profile(self) -> Profile | None:
+        # The transport the answer just came on: the current one, or, when it was lost
+        # meanwhile, the one that ended (a closed epoch keeps its profile).
+        epoch = self._epoch
+        return epoch.profile if epoch is not None else None
 
     def _on_notification(self, method: str, params: Raw | None) -> None:
         if method == "notifications/cancelled":

@@ -16,8 +16,8 @@ import msgspec
 from msgspec import Raw
 
 from ..driver.pending import result_decoder
-from ..protocol.errors import ProtocolError
 from ..protocol.redact import log_value
+from ..protocol.results import ResultDecodeError
 from .types import (
     CallToolResult,
     ContentBlock,
@@ -32,14 +32,6 @@ from .types import (
 __all__ = ["ResultDecodeError", "decode_result"]
 
 T = TypeVar("T", bound=WireType)
-
-
-class ResultDecodeError(ProtocolError):
-    """A result that does not fit its type. ``raw`` is the result's JSON, whole."""
-
-    def __init__(self, message: str, *, raw: Raw, server: str | None = None) -> None:
-        super().__init__(message, server=server)
-        self.raw = raw
 
 
 class _Context:

@@ -15,29 +15,27 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+import msgspec
+from msgspec import Raw
+
 from ..driver.responder import Handler, ServerRequest
 from ..protocol.envelope import RequestId
-from ..protocol.errors import INVALID_PARAMS, RequestError
+from ..protocol.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RequestError
 from .types import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, Root
 
-__all__ = [
-    "ElicitationHook",
-    "HookContext",
-    "SamplingHook",
-    "as_roots",
-    "elicitation_handler",
-    "roots_handler",
-    "sampling_handler",
-]
+__all__ = ["ElicitationHook", "HookContext", "InputHooks", "SamplingHook", "as_roots"]
 
 
 @dataclass(frozen=True, slots=True)
 class HookContext:
-    """Which server asks, on which revision, under which request id."""
+    """Which server asks, on which revision, under which request id. On 2026-07-28 the
+    server asks through a result (MRTR): ``request_id`` is then the id of the request
+    whose result asked, and ``input_key`` the key of the entry in ``inputRequests``."""
 
     server: str
     request_id: RequestId
     protocol_version: str | None
+    input_key: str | None = None
 
 
 SamplingHook: TypeAlias = Callable[
@@ -69,45 +67,74 @@ def as_roots(roots: Iterable[Root | str]) -> tuple[Root, ...]:
     return tuple(out)
 
 
-def roots_handler(current: Callable[[], tuple[Root, ...]]) -> Handler:
-    """``roots/list``: the roots as they are when the server asks."""
+class InputHooks:
+    """The embedder's hooks, answering a method and its params in either era: a server
+    request of the handshake era (:meth:`handler`) and an entry of a 2026-07-28
+    result's ``inputRequests`` (``client/mrtr.py``) get their answer from
+    :meth:`answer`, so a hook's result is shaped the same on both paths."""
 
-    async def handle(_request: ServerRequest) -> Any:
-        return {"roots": current()}
+    def __init__(
+        self,
+        *,
+        roots: Callable[[], tuple[Root, ...]] | None,
+        sampling: SamplingHook | None,
+        elicitation: ElicitationHook | None,
+        url_mode: Callable[[], bool],
+    ) -> None:
+        """``roots()``: the roots as they are now (None: no roots offered).
+        ``url_mode()``: whether URL mode was advertised and the revision in force has it."""
+        self._roots = roots
+        self._sampling = sampling
+        self._elicitation = elicitation
+        self._url_mode = url_mode
 
-    return handle
+    @property
+    def methods(self) -> frozenset[str]:
+        """The methods a hook was given for."""
+        given = {
+            "roots/list": self._roots is not None,
+            "sampling/createMessage": self._sampling is not None,
+            "elicitation/create": self._elicitation is not None,
+        }
+        return frozenset(method for method, present in given.items() if present)
 
+    async def answer(
+        self, method: str, params: Raw | None, context: HookContext, *, stateless: bool = False
+    ) -> Any:
+        """The result for ``method`` with ``params`` (raw JSON; None as ``{}``).
 
-def sampling_handler(
-    hook: SamplingHook, context: Callable[[ServerRequest], HookContext]
-) -> Handler:
-    async def handle(request: ServerRequest) -> Any:
-        params = request.decode_params(CreateMessageParams)
-        return await hook(params, context(request))
+        Raises :class:`~mcpl_host.RequestError` -32601 when no hook serves ``method``,
+        -32602 for an elicitation it cannot serve; ``msgspec.DecodeError`` (a
+        ``ValidationError``) when the params do not fit; and what the hook raises.
+        ``stateless``: 2026-07-28, where URL mode carries no ``elicitationId``.
+        """
+        body = params if params is not None else b"{}"
+        if method == "roots/list" and self._roots is not None:
+            return {"roots": self._roots()}
+        if method == "sampling/createMessage" and self._sampling is not None:
+            return await self._sampling(
+                msgspec.json.decode(body, type=CreateMessageParams), context
+            )
+        if method == "elicitation/create" and self._elicitation is not None:
+            elicit = msgspec.json.decode(body, type=ElicitParams)
+            if elicit.mode == "url":
+                if not self._url_mode():
+                    raise RequestError(
+                        INVALID_PARAMS, "URL-mode elicitation is not supported by this host"
+                    )
+                if elicit.url is None or (elicit.elicitation_id is None and not stateless):
+                    raise RequestError(
+                        INVALID_PARAMS, "URL-mode elicitation needs url and elicitationId"
+                    )
+            elif elicit.requested_schema is None:
+                raise RequestError(INVALID_PARAMS, "form-mode elicitation needs requestedSchema")
+            return await self._elicitation(elicit, context)
+        raise RequestError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
-    return handle
+    def handlers(self, context: Callable[[ServerRequest], HookContext]) -> dict[str, Handler]:
+        """The server-request handlers of the handshake era, one per hook given."""
 
+        async def handle(request: ServerRequest) -> Any:
+            return await self.answer(request.method, request.params, context(request))
 
-def elicitation_handler(
-    hook: ElicitationHook,
-    context: Callable[[ServerRequest], HookContext],
-    url_mode: Callable[[], bool],
-) -> Handler:
-    """``url_mode()``: whether URL mode was advertised and the negotiated revision has it."""
-
-    async def handle(request: ServerRequest) -> Any:
-        params = request.decode_params(ElicitParams)
-        if params.mode == "url":
-            if not url_mode():
-                raise RequestError(
-                    INVALID_PARAMS, "URL-mode elicitation is not supported by this host"
-                )
-            if params.url is None or params.elicitation_id is None:
-                raise RequestError(
-                    INVALID_PARAMS, "URL-mode elicitation needs url and elicitationId"
-                )
-        elif params.requested_schema is None:
-            raise RequestError(INVALID_PARAMS, "form-mode elicitation needs requestedSchema")
-        return await hook(params, context(request))
-
-    return handle
+        return dict.fromkeys(sorted(self.methods), handle)

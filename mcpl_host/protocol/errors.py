@@ -17,12 +17,14 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "MISSING_CLIENT_CAPABILITY",
     "PARSE_ERROR",
+    "RESOURCE_NOT_FOUND",
     "UNSUPPORTED_VERSION",
     "CapabilityDenied",
     "ConfigurationError",
     "ConnectionClosed",
     "HeaderMismatch",
     "InitializeError",
+    "InputRequestError",
     "InvalidToolError",
     "LimitExceeded",
     "McplHostError",
@@ -31,6 +33,7 @@ __all__ = [
     "ProtocolError",
     "RequestError",
     "RequestTimeout",
+    "ResourceNotFound",
     "SpawnError",
     "TransportError",
     "UnsupportedVersion",
@@ -44,6 +47,8 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+# MCP's resource not found up to 2025-11-25; 2026-07-28 uses INVALID_PARAMS.
+RESOURCE_NOT_FOUND = -32002
 # MCP 2026-07-28 (each also an HTTP 400).
 HEADER_MISMATCH = -32020
 MISSING_CLIENT_CAPABILITY = -32021
@@ -110,6 +115,19 @@ class InvalidToolError(ProtocolError):
         super().__init__(message, server=server)
         self.tool = tool
         self.reason = reason
+
+
+class InputRequestError(ProtocolError):
+    """2026-07-28 (MRTR): a result asked for input the host cannot give, so the call
+    ends here and nothing is sent again: ``method`` is a method the revision does not let
+    a result ask for, or one the host has no hook for (and so never declared the
+    capability of), or its ``params`` do not fit. ``key`` names the entry of
+    ``inputRequests``; both are the server's text, escaped and cut in the message only."""
+
+    def __init__(self, message: str, *, key: str, method: str, server: str | None = None):
+        super().__init__(message, server=server)
+        self.key = key
+        self.method = method
 
 
 class VersionError(ProtocolError):
@@ -294,6 +312,23 @@ class UnsupportedVersion(RequestError):
         self.supported: tuple[str, ...] = (
             tuple(v for v in supported if isinstance(v, str)) if isinstance(supported, list) else ()
         )
+
+
+class ResourceNotFound(RequestError):
+    """``resources/read`` of a URI the server does not have: -32002 (MCP up to
+    2025-11-25, still accepted) or, on 2026-07-28, -32602. ``uri`` is the URI asked for."""
+
+    def __init__(
+        self,
+        code: int | None,
+        message: str,
+        data: Any = None,
+        *,
+        uri: str = "",
+        server: str | None = None,
+    ) -> None:
+        super().__init__(code, message, data, server=server)
+        self.uri = uri
 
 
 _TYPED: dict[int, type[RequestError]] = {
