@@ -418,7 +418,8 @@ class TaskCalls(ClientCalls):
             )
         if not asked:
             clock = _Clock(limit)
-            raw = await self._request_raw(
+            # Through the input rounds (2026-07-28's MRTR) when the server answers so.
+            raw = await self._request_result(
                 "tools/call",
                 params,
                 timeout=timeout,

@@ -32,6 +32,9 @@ __all__ = [
 #: The methods whose result may ask for input (R5 ``basic/patterns/mrtr``).
 INPUT_REQUIRED_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
 _KINDS: Final = frozenset({"complete", "input_required"})
+# The tasks extension's answer to a tools/call the server runs as a task: the host
+# declares that extension on every 2026-07-28 request, so it is a known kind there.
+_TASK: Final = "task"
 
 
 class ResultDecodeError(ProtocolError):
@@ -75,7 +78,8 @@ def input_required(
     raw: Raw, method: str, *, server: str | None = None, safe: Any = str
 ) -> InputRequired | None:
     """None for a complete result of ``method`` (``resultType`` missing or
-    ``"complete"``); the input it asks for when ``"input_required"``.
+    ``"complete"``, or ``"task"`` for ``tools/call``: the caller reads the task); the
+    input it asks for when ``"input_required"``.
 
     Raises :class:`ResultDecodeError` for a result that is not an object, an unknown
     ``resultType``, ``input_required`` from a method that may not ask for input, or an
@@ -87,7 +91,7 @@ def input_required(
         kind = _KIND.decode(raw).resultType
     except (msgspec.DecodeError, RecursionError) as exc:
         raise _bad(raw, method, safe(str(exc)), server) from None
-    if kind is UNSET or kind == "complete":
+    if kind is UNSET or kind == "complete" or (kind == _TASK and method == "tools/call"):
         return None
     if kind not in _KINDS:
         raise _bad(raw, method, f"unknown resultType {safe(kind)!r}", server)

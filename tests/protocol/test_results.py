@@ -73,3 +73,12 @@ def test_retry_params_echo_the_state_byte_for_byte_and_omit_what_is_absent() -> 
     )
     assert params["requestState"] == "old"  # the original params are not changed
     assert retry_params({"name": "t"}, {}, None) == {"name": "t"}
+
+
+def test_the_tasks_extensions_task_is_known_for_tools_call_only() -> None:
+    # The host declares io.modelcontextprotocol/tasks on every 2026-07-28 request: a
+    # tools/call the server runs as a task answers resultType "task", read by the caller.
+    raw = Raw(b'{"resultType":"task","taskId":"t1","status":"working"}')
+    assert input_required(raw, "tools/call") is None
+    with pytest.raises(ResultDecodeError, match="unknown resultType"):
+        input_required(raw, "prompts/get")
