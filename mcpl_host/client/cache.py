@@ -1,14 +1,26 @@
 """The server's lists (tools, resources, resource templates, prompts) as last read.
 
 A list is read once and kept until the server says it changed
-(``notifications/<kind>/list_changed``) or the transport is replaced. Each kind has a
-generation number: a read that was under way when the list changed does not store
-what it read, which may already be stale.
+(``notifications/<kind>/list_changed``) or the transport is replaced, and, on
+2026-07-28, no longer than its pages' ``ttlMs`` allow (counted from when the read
+began; absent means 0: not reused) unless the acknowledged ``subscriptions/listen``
+covers that list's changes (then the server will say when it changes). Each kind has a generation number: a read that was
+under way when the list changed does not store what it read, which may already be
+stale. The last tool list read stays the source of the tools' output schemas even once
+it is no longer fresh (call_tool would otherwise list the tools before every call on a
+server that gives no ttlMs); a new read replaces it.
+
+The cache belongs to one Connection, and so to one set of credentials: a
+``cacheScope: "private"`` result is never seen by another connection, and nothing is
+shared between connections (the manager reads each server through its own).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, Literal, TypeAlias
+
+import trio
 
 from .schema import UnsupportedSchema, Validator, validator_for
 from .types import Tool
@@ -20,8 +32,10 @@ KINDS: Final[tuple[ListKind, ...]] = ("tools", "resources", "resource_templates"
 
 
 class ListCache:
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = trio.current_time) -> None:
+        self._clock = clock
         self._lists: dict[ListKind, list[Any]] = {}
+        self._expires: dict[ListKind, float] = {}  # 2026-07-28 lists only
         self._generation: dict[ListKind, int] = dict.fromkeys(KINDS, 0)
         self._tools: dict[str, Tool] = {}
         self._validators: dict[str, Validator | UnsupportedSchema | None] = {}
@@ -29,16 +43,29 @@ class ListCache:
     def get(self, kind: ListKind) -> list[Any] | None:
         """The list as last read (a copy), or None when it must be read again."""
         items = self._lists.get(kind)
-        return None if items is None else list(items)
+        expires = self._expires.get(kind)
+        if items is None or (expires is not None and self._clock() >= expires):
+            return None
+        return list(items)
+
+    def now(self) -> float:
+        return self._clock()
 
     def generation(self, kind: ListKind) -> int:
         return self._generation[kind]
 
-    def store(self, kind: ListKind, generation: int, items: list[Any]) -> None:
-        """Keep ``items`` unless the list changed since the read began."""
+    def store(
+        self, kind: ListKind, generation: int, items: list[Any], expires: float | None = None
+    ) -> None:
+        """Keep ``items`` unless the list changed since the read began; ``expires``: the
+        clock's time after which it is read again (None: until it changes)."""
         if generation != self._generation[kind]:
             return
         self._lists[kind] = list(items)
+        if expires is None:
+            self._expires.pop(kind, None)
+        else:
+            self._expires[kind] = expires
         if kind == "tools":
             self._tools = {tool.name: tool for tool in items}
             self._validators = {}
@@ -47,6 +74,7 @@ class ListCache:
         for kind in kinds or KINDS:
             self._generation[kind] += 1
             self._lists.pop(kind, None)
+            self._expires.pop(kind, None)
             if kind == "tools":
                 self._tools = {}
                 self._validators = {}

@@ -26,6 +26,7 @@ from ..protocol.errors import (
 )
 from ..protocol.profiles import Profile
 from ..protocol.redact import Redactor
+from ..protocol.results import fresh_for
 from .cache import ListCache, ListKind
 from .decode import decode_result
 from .hooks import HookContext, InputHooks
@@ -441,9 +442,15 @@ class ClientCalls(abc.ABC):
             if cached is not None:
                 return cached
         generation = self._lists.generation(kind)
+        began = self._lists.now()
+        fresh: list[float] = []  # each page's ttlMs, in seconds (2026-07-28)
 
         async def fetch(params: Any) -> Raw:
-            return await self._request_raw(method, params, timeout=timeout)
+            page = await self._request_raw(method, params, timeout=timeout)
+            profile = self._result_profile()
+            if profile is not None and profile.stateless:
+                fresh.append(fresh_for(page))
+            return page
 
         raws = await collect_raw(
             fetch,
@@ -466,8 +473,22 @@ class ClientCalls(abc.ABC):
                 for item in items
                 if not (isinstance(item, Tool) and self._tool_rejected(item.name) is not None)
             ]
-        self._lists.store(kind, generation, items)
+        # A 2026-07-28 list is reused only as long as every page of it may be, unless the
+        # open listen has the server's word that it will say when the list changes.
+        expires = began + min(fresh) if fresh and not self._told_of_changes(kind) else None
+        self._lists.store(kind, generation, items, expires)
         return items
+
+    def _told_of_changes(self, kind: ListKind) -> bool:
+        """Whether the acknowledged ``subscriptions/listen`` covers ``kind``'s changes."""
+        ack = self._listener.acknowledged
+        if ack is None:
+            return False
+        if kind == "tools":
+            return ack.tools_list_changed
+        if kind == "prompts":
+            return ack.prompts_list_changed
+        return ack.resources_list_changed  # resources and their templates
 
     def _decode(self, raw: Raw, type_: type[T], method: str) -> T:
         return decode_result(raw, type_, method=method, server=self.name, safe=self._safe)

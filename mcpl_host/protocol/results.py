@@ -25,6 +25,7 @@ __all__ = [
     "InputRequest",
     "InputRequired",
     "ResultDecodeError",
+    "fresh_for",
     "input_required",
     "retry_params",
 ]
@@ -70,7 +71,31 @@ class InputRequired(msgspec.Struct, frozen=True, gc=False):
     state: Raw | None
 
 
+class _Freshness(msgspec.Struct, gc=False):
+    ttlMs: Any = None
+
+
+#: The longest a 2026-07-28 list is kept, whatever its ttlMs says (a day, as the official
+#: SDK caps it): a server cannot make the host trust a list for ever.
+MAX_TTL_SECONDS: Final = 86_400.0
+
 _KIND: Final = msgspec.json.Decoder(_Kind)
+_FRESHNESS: Final = msgspec.json.Decoder(_Freshness)
+
+
+def fresh_for(raw: Raw) -> float:
+    """How long (seconds) a 2026-07-28 list or read result may be reused: its ``ttlMs``,
+    0 when absent, negative, not a number or unreadable (the spec's default: reuse
+    nothing), at most :data:`MAX_TTL_SECONDS`. Raises nothing."""
+    try:
+        ttl = _FRESHNESS.decode(raw).ttlMs
+    except (msgspec.DecodeError, RecursionError):
+        return 0.0
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0:
+        return 0.0
+    return min(ttl / 1000.0, MAX_TTL_SECONDS)
+
+
 _INPUT: Final = msgspec.json.Decoder(_InputRequired)
 
 
