@@ -4,11 +4,12 @@ A list is read once and kept until the server says it changed
 (``notifications/<kind>/list_changed``) or the transport is replaced, and, on
 2026-07-28, no longer than its pages' ``ttlMs`` allow (counted from when the read
 began; absent means 0: not reused) unless the acknowledged ``subscriptions/listen``
-covers that list's changes (then the server will say when it changes). Each kind has a generation number: a read that was
-under way when the list changed does not store what it read, which may already be
-stale. The last tool list read stays the source of the tools' output schemas even once
-it is no longer fresh (call_tool would otherwise list the tools before every call on a
-server that gives no ttlMs); a new read replaces it.
+covers that list's changes (then the server will say when it changes). Each kind
+has a generation number: a read that was under way when the list changed does not
+store what it read, which may already be stale. The last tool list read stays the
+source of the tools' output schemas even once it is no longer fresh (call_tool would
+otherwise list the tools before every call on a server that gives no ttlMs); a new
+read replaces it.
 
 The cache belongs to one Connection, and so to one set of credentials: a
 ``cacheScope: "private"`` result is never seen by another connection, and nothing is
