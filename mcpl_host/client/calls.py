@@ -106,6 +106,10 @@ class ClientCalls(abc.ABC):
         annotations, 2026-07-28), or None."""
 
     @abc.abstractmethod
+    def _use_log_level(self, level: str) -> None:
+        """2026-07-28: name ``level`` in every later request's ``_meta``."""
+
+    @abc.abstractmethod
     def _result_profile(self) -> Profile | None:
         """The profile of the transport the last answer came on."""
 
@@ -151,8 +155,16 @@ class ClientCalls(abc.ABC):
     async def set_logging_level(self, level: LoggingLevel, *, timeout: float | None = None) -> None:
         """Ask the server to send ``notifications/message`` at ``level`` and above
         (``logging/setLevel``; the server advertises the ``logging`` capability). Once
-        the server accepts it, the level is asked for again after each reconnect."""
-        await self._request_raw("logging/setLevel", {"level": level}, timeout=timeout)
+        the server accepts it, the level is asked for again after each reconnect.
+
+        On 2026-07-28, which has no ``logging/setLevel``, nothing is sent: every later
+        request names ``level`` in ``_meta`` (``io.modelcontextprotocol/logLevel``), and
+        the server sends log messages while it answers that request."""
+        profile = self._result_profile()
+        if profile is not None and profile.stateless:
+            self._use_log_level(level)
+        else:
+            await self._request_raw("logging/setLevel", {"level": level}, timeout=timeout)
         self._session_state.level_set(level)
 
     # -- tools -------------------------------------------------------------------------

@@ -306,10 +306,11 @@ class Connection(Driver, TaskCalls):
         stateless = self._stateless()
         # The server forgot what the last one was told. Asked for ahead of the rebound
         # requests: a rebound read then follows the subscription (no update between the
-        # two is missed) and a rebound call logs at the level the embedder chose. On
-        # 2026-07-28 the subscriptions are the listen's, sent after the level.
+        # two is missed) and a rebound call logs at the level the embedder chose.
         for item in self._session_state.restore():
-            if stateless and item.method == "resources/subscribe":
+            # 2026-07-28 has neither: the listen carries the subscriptions and each
+            # request's _meta the level.
+            if stateless and item.method in ("resources/subscribe", "logging/setLevel"):
                 continue
             pending = self._request_now(item.method, item.params)
             if pending is None:

@@ -42,7 +42,7 @@ from ..events import (
 )
 from ..mcpl.host import Mcpl
 from ..protocol.batch import DEFAULT_MAX_BATCH_ENTRIES, MAX_BATCH_ENTRIES_CEILING
-from ..protocol.discover import Discovery, request_meta
+from ..protocol.discover import LOG_LEVEL, Discovery, request_meta
 from ..protocol.errors import (
     ConfigurationError,
     ConnectionClosed,
@@ -175,6 +175,8 @@ class Driver(OwnsNursery):
         self._handlers: dict[str, Handler] = {"ping": ping, **(handlers or {})}
         self._capabilities = dict(capabilities or {})
         self._stateless_capabilities = dict(stateless_capabilities or {})
+        # 2026-07-28: the level of server logs every request asks for (None: no logs).
+        self._log_level: str | None = None
         self._mcpl: McplSession | None = None
         if mcpl is not None:
             self._capabilities.update(McplSession.capabilities())
@@ -406,6 +408,13 @@ class Driver(OwnsNursery):
         if on_broken is not None:
             on_broken(lambda ids: self._outbound.reissue(epoch, ids))
 
+    def _use_log_level(self, level: str) -> None:
+        """2026-07-28 has no logging/setLevel: every request from now on asks for the
+        server's log messages at ``level`` and above in its ``_meta``."""
+        self._log_level = level
+        if self._outbound.meta is not None:
+            self._outbound.meta = {**self._outbound.meta, LOG_LEVEL: level}
+
     def _tool_rejected(self, name: str) -> str | None:
         """Why the last listing rejected tool ``name`` (2026-07-28), or None."""
         return self._outbound.tool_headers.rejected(name) if self._outbound.meta else None
@@ -415,7 +424,12 @@ class Driver(OwnsNursery):
         self.initialize_result = step.result
         # Every request from now on names the revision in force (or none: handshake era).
         self._outbound.meta = (
-            request_meta(step.profile.revision, self._stateless_capabilities, self.client_info)
+            request_meta(
+                step.profile.revision,
+                self._stateless_capabilities,
+                self.client_info,
+                self._log_level,
+            )
             if step.profile.stateless
             else None
         )
