@@ -23,6 +23,8 @@ import pytest
 import structlog
 import trio
 
+from mcpl_host.driver.negotiate import ERAS
+
 # Tests read the library's log events with structlog.testing.capture_logs, which sees them
 # only when structlog is configured (unconfigured, mcpl_host logs warnings to stderr and
 # drops the rest: mcpl_host/_log.py). Configured here, once, so that no test depends on
@@ -84,3 +86,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         item.add_marker(pytest.mark.trio(run=partial(_run_with_deadline, seconds)), append=False)
         item.add_marker(pytest.mark.timeout(seconds + _HARD_STOP_MARGIN), append=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_remembered_eras() -> None:
+    """Each test starts knowing no server's era. The host remembers eras per target for
+    the life of the process (mcpl_host/driver/negotiate.py); across tests a loopback port
+    is reused by unrelated servers, so an era one test learned would decide how another
+    test's server is opened."""
+    ERAS.clear()
