@@ -167,6 +167,9 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": request["id"], "result": {
             "protocolVersion": request["params"]["protocolVersion"],
             "capabilities": {"tools": {}}, "serverInfo": {"name": "forever", "version": "0"}}})
+    elif request.get("method") == "server/discover":  # a handshake-era server refuses it
+        send({"jsonrpc": "2.0", "id": request["id"],
+              "error": {"code": -32601, "message": "Method not found"}})
     elif request.get("method") == "tools/list":
         cursor = int((request.get("params") or {}).get("cursor", "0"))
         tools = [{"name": f"t{cursor}_{i}"} for i in range(5000)]

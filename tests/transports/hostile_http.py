@@ -44,6 +44,7 @@ from typing import Any
 MODE = sys.argv[1]
 ARG = sys.argv[2] if len(sys.argv) > 2 else ""
 SESSION = b"hostile-session-1"
+NOT_FOUND = {"code": -32601, "message": "Method not found"}
 COUNTS = {"gets": 0, "posts": 0}
 LOCK = threading.Lock()
 
@@ -62,9 +63,9 @@ class Handler(BaseHTTPRequestHandler):
         # send_header() encodes as Latin-1: raw bytes go straight into the header buffer.
         self._headers_buffer.append(name + b": " + value + b"\r\n")  # type: ignore[attr-defined]
 
-    def _json(self, payload: Any, session: bytes | None = None) -> None:
+    def _json(self, payload: Any, session: bytes | None = None, code: int = 200) -> None:
         data = json.dumps(payload).encode()
-        self.send_response(200)
+        self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         if session is not None:
@@ -108,6 +109,8 @@ class Handler(BaseHTTPRequestHandler):
             }
             session = raw_bytes(ARG) if MODE == "session-id" else SESSION
             self._json({"jsonrpc": "2.0", "id": body["id"], "result": result}, session)
+        elif method == "server/discover":  # a handshake-era server: not a method it knows
+            self._json({"jsonrpc": "2.0", "id": body["id"], "error": NOT_FOUND}, code=400)
         elif method == "ping":
             self._json({"jsonrpc": "2.0", "id": body["id"], "result": {}})
         elif self._never_answered(method):
