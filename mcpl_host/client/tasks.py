@@ -418,10 +418,10 @@ class TaskCalls(ClientCalls):
             )
         if not asked:
             clock = _Clock(limit)
-            # Through the input rounds (2026-07-28's MRTR) when the server answers so.
-            raw = await self._request_result(
-                "tools/call",
+            # The direct call (through the input rounds, 2026-07-28's MRTR).
+            raw = await super()._tool_call_raw(
                 params,
+                task=None,
                 timeout=timeout,
                 on_progress=on_progress,
                 progress_resets_timeout=progress_resets_timeout,
