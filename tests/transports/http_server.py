@@ -154,6 +154,11 @@ class ScriptedHttpServer:
                 if not self._session_ok():
                     return
                 answer = server.answer(body, self.headers.get("Mcp-Session-Id"))
+                if answer is None and isinstance(body, dict) and "id" in body:
+                    # A request is never answered 202: a handshake-era server refuses what
+                    # it does not know (server/discover, which a dual-era host asks first).
+                    error = {"code": -32601, "message": "Method not found"}
+                    answer = Status(400, {"jsonrpc": "2.0", "id": body["id"], "error": error})
                 if answer is None:
                     self._status(202)
                 elif isinstance(answer, int):
