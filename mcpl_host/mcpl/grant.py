@@ -59,7 +59,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from mcpl_host.protocol.errors import ProtocolError
-from mcpl_host.protocol.redact import log_value
+from mcpl_host.protocol.redact import log_value, value_kind
 
 from .capabilities import HOST_LOCAL_PATHS
 
@@ -337,22 +337,6 @@ class Grant:
 _DECODER: Final = msgspec.json.Decoder()
 
 
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
 def _malformed(what: str) -> ProtocolError:
     return ProtocolError(f"malformed featureSets/update receipt: {what}")
 
@@ -370,19 +354,19 @@ def _parse_receipt(result: object) -> _Accepted | _Refusal | ProtocolError:
         except msgspec.DecodeError:
             return _malformed("not JSON")
     if not isinstance(result, dict):
-        return _malformed(f"the result must be an object, not {_kind(result)}")
+        return _malformed(f"the result must be an object, not {value_kind(result)}")
     accepted = result.get("accepted")
     if not isinstance(accepted, bool):
-        return _malformed(f"accepted must be a boolean, not {_kind(accepted)}")
+        return _malformed(f"accepted must be a boolean, not {value_kind(accepted)}")
     if not accepted:
         return _parse_refusal(result)
     mode = result.get("mode", msgspec.UNSET)
     if mode is not msgspec.UNSET and mode != "degraded":
-        shown = log_value(mode, 64) if isinstance(mode, str) else _kind(mode)
+        shown = log_value(mode, 64) if isinstance(mode, str) else value_kind(mode)
         return _malformed(f'mode must be "degraded" or absent, not {shown}')
     entries = result.get("unavailableFeatures", [])
     if not isinstance(entries, list):
-        return _malformed(f"unavailableFeatures must be an array, not {_kind(entries)}")
+        return _malformed(f"unavailableFeatures must be an array, not {value_kind(entries)}")
     paths: set[str] = set()
     features: list[UnavailableFeature] = []
     for index, entry in enumerate(entries):
@@ -413,7 +397,7 @@ def _parse_feature(entry: object) -> UnavailableFeature | None:
 def _parse_refusal(result: dict[Any, Any]) -> _Refusal | ProtocolError:
     fallback = result.get("fallback")
     if fallback not in _FALLBACKS:
-        shown = log_value(fallback, 64) if isinstance(fallback, str) else _kind(fallback)
+        shown = log_value(fallback, 64) if isinstance(fallback, str) else value_kind(fallback)
         return _malformed(f'a refusal must name fallback "mcp-only" or "close", not {shown}')
     reason = result.get("reason")
     return _Refusal(

@@ -28,6 +28,7 @@ __all__ = [
     "Redactor",
     "log_value",
     "utf16_len",
+    "value_kind",
 ]
 
 LOG_VALUE_LIMIT: Final = 256
@@ -296,3 +297,21 @@ def _secrets_in_url(url: str) -> list[str]:
         if _SECRET_QUERY.search(key):
             secrets.append(value)
     return secrets
+
+
+def value_kind(value: object) -> str:
+    """What kind of JSON value ``value`` is, in words ("an object", "null"), for messages
+    that name a peer's wrong value without showing it. Raises nothing."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

@@ -34,6 +34,7 @@ from typing import Any, Final
 
 from .discover import PROTOCOL_VERSION
 from .profiles import PROFILES
+from .redact import value_kind
 
 __all__ = [
     "METHOD_HEADER",
@@ -164,7 +165,7 @@ def tool_headers(
         name = node[X_MCP_HEADER]
         if not isinstance(name, str):
             return InvalidToolHeaders(
-                f"property {where}: {X_MCP_HEADER} must be a string, not {_kind(name)}"
+                f"property {where}: {X_MCP_HEADER} must be a string, not {value_kind(name)}"
             )
         if not name:
             return InvalidToolHeaders(f"property {where}: an empty {X_MCP_HEADER}")
@@ -175,7 +176,7 @@ def tool_headers(
             )
         declared = node.get("type")
         if not isinstance(declared, str) or declared not in _PRIMITIVE:
-            shown = safe(declared) if isinstance(declared, str) else _kind(declared)
+            shown = safe(declared) if isinstance(declared, str) else value_kind(declared)
             return InvalidToolHeaders(
                 f"property {where}: {X_MCP_HEADER} is allowed on a string, integer or "
                 f"boolean property only, not on type {shown}"
@@ -191,20 +192,6 @@ def tool_headers(
     if not found:
         return None
     return ToolHeaders(tuple(sorted(found)))
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return "a string"
 
 
 def encode_value(text: str) -> str:

@@ -55,7 +55,7 @@ from ..protocol.discover import PROTOCOL_VERSION
 from ..protocol.errors import TransportError
 from ..protocol.profiles import PROFILES
 from ..protocol.redact import Redactor
-from ..protocol.request_headers import ToolHeaders, request_headers
+from ..protocol.request_headers import VERSION_HEADER, ToolHeaders, request_headers
 from ..protocol.sse import SseDecoder, SseEvent
 from .http_body import OneChunk, content_kind, read_chunks
 from .http_headers import Refused, echoable_event_id, session_id
@@ -322,7 +322,7 @@ class HttpTransport:
         version = self.protocol_version
         profile = PROFILES.get(version) if version is not None else None
         if version is not None and profile is not None and profile.version_header:
-            headers["MCP-Protocol-Version"] = version
+            headers[VERSION_HEADER] = version
         if last_event_id is not None:
             headers["Last-Event-ID"] = last_event_id
         return headers
