@@ -19,6 +19,8 @@ __all__ = [
     "PARSE_ERROR",
     "RESOURCE_NOT_FOUND",
     "UNSUPPORTED_VERSION",
+    "AuthorizationError",
+    "AuthorizationRequired",
     "CapabilityDenied",
     "ConfigurationError",
     "ConnectionClosed",
@@ -277,6 +279,58 @@ class LimitExceeded(McplHostError):
         super().__init__(message, server=server)
         self.limit = limit
         self.value = value
+
+
+class AuthorizationRequired(McplHostError):
+    """An HTTP server answered 401 (or 403) and the host could not authorize: no
+    ``auth`` was configured, the configured one cannot run without a person (no
+    redirect hook), or a fresh token was refused again. ``status`` is the HTTP status;
+    ``challenge`` holds the parameters of the server's ``WWW-Authenticate`` (``realm``,
+    ``scope``, ``error``, ``resource_metadata``...), peer text cut and escaped; a value
+    never carries a credential of the host's. Permanent: asking again the same way
+    cannot succeed.
+    """
+
+    permanent = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 401,
+        challenge: dict[str, str] | None = None,
+        server: str | None = None,
+    ) -> None:
+        super().__init__(message, server=server)
+        self.status = status
+        self.challenge: dict[str, str] = dict(challenge or {})
+
+
+class AuthorizationError(McplHostError):
+    """The authorization flow failed: the authorization server refused a step or
+    answered something the rules forbid accepting (a wrong ``issuer``, a ``resource``
+    that is not this server, an ``iss`` that does not match). ``step`` names the step
+    (``"protected-resource-metadata"``, ``"authorization-server-metadata"``,
+    ``"registration"``, ``"authorization"``, ``"token"``, ``"refresh"``...), ``rule``
+    the rule broken (``"RFC 8414 section 3.3"``) or None for a plain refusal, and
+    ``error`` the server's OAuth ``error`` code when it gave one. Permanent.
+    """
+
+    permanent = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        step: str,
+        rule: str | None = None,
+        error: str | None = None,
+        server: str | None = None,
+    ) -> None:
+        super().__init__(message, server=server)
+        self.step = step
+        self.rule = rule
+        self.error = error
 
 
 class HeaderMismatch(RequestError):
