@@ -24,7 +24,7 @@ from ..protocol.errors import ConfigurationError
 from ..protocol.profiles import validate_allowlist
 from ..protocol.redact import Redactor
 from . import logs
-from .args import Options, UsageError, env_values, parse, wants_json
+from .args import Options, UsageError, parse, secret_values, wants_json
 from .failure import (
     CONFIG_ERROR,
     EXIT_FAILED,
@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``SystemExit`` for ``--help``.
     """
     args = list(sys.argv[1:] if argv is None else argv)
-    mask = logs.LogMask(Redactor(env_values(args)))
+    mask = logs.LogMask(Redactor(secret_values(args)))
     logs.configure(0, mask)  # before anything can log (unconfigured structlog uses stdout)
     try:
         options = parse(args)

@@ -8,16 +8,34 @@ before argparse sees anything, so the server's own ``--flags`` never reach our p
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import os
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
 import msgspec
 
-__all__ = ["DEFAULT_TIMEOUT", "Call", "Options", "UsageError", "env_values", "parse", "wants_json"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "Call",
+    "Options",
+    "UsageError",
+    "parse",
+    "secret_values",
+    "wants_json",
+]
 
 DEFAULT_TIMEOUT: Final = 30.0
 _STDIO_MARK: Final = "--"
+_AUTHORIZATION: Final = "authorization"
+# RFC 9110 token characters: what a header name may be made of.
+_HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# The options whose values are credentials, and the one whose value names a variable
+# holding one: every such value is masked wherever the command writes.
+_SECRET_OPTIONS: Final = ("--env", "--header", "--bearer")
+_BEARER_ENV: Final = "--bearer-env"
+_HTTP_OPTIONS: Final = "--header, --bearer and --bearer-env"
 
 
 class UsageError(Exception):
@@ -45,7 +63,9 @@ class Options:
     json: bool = False
     versions: tuple[str, ...] | None = None
     timeout: float = DEFAULT_TIMEOUT
-    env: dict[str, str] = field(default_factory=dict)
+    # Values are credentials: kept out of the repr (an Options may reach a traceback).
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
     trace: bool = False
     verbosity: int = 0
     url: str | None = None
@@ -71,6 +91,32 @@ def _env_entry(text: str) -> tuple[str, str]:
     if not eq or not name:
         raise argparse.ArgumentTypeError("expected KEY=VALUE (a name, '=', then the value)")
     return name, value
+
+
+def _header_entry(text: str) -> tuple[str, str]:
+    # Neither the value nor the text is ever repeated: a header line missing its colon
+    # is most likely "Authorization Bearer TOKEN".
+    name, colon, value = text.partition(":")
+    name, value = name.strip(), value.strip()
+    if not colon or not name:
+        raise argparse.ArgumentTypeError("expected 'Name: value' (a header name, ':', the value)")
+    if not _HEADER_NAME.fullmatch(name):
+        raise argparse.ArgumentTypeError(
+            "a header name is letters, digits and !#$%&'*+.^_`|~- only (the value is not shown)"
+        )
+    if not value.isascii() or any(ch in value for ch in "\r\n\0"):
+        raise argparse.ArgumentTypeError(
+            f"the value of header {name} must be ASCII without CR, LF or NUL (it is not shown)"
+        )
+    return name, value
+
+
+def _bearer(text: str) -> str:
+    if not text or not text.isascii() or any(ch.isspace() or ch == "\0" for ch in text):
+        raise argparse.ArgumentTypeError(
+            "a bearer token is ASCII without spaces or control characters (it is not shown)"
+        )
+    return text
 
 
 def _timeout(text: str) -> float:
@@ -128,12 +174,42 @@ def _add_common(parser: argparse.ArgumentParser, *, many: bool) -> None:
         metavar="KEY=VALUE",
         help="environment variable for a stdio server (repeatable); its value is redacted",
     )
+    http = parser.add_argument_group(
+        "HTTP authorization (http:// and https:// TARGETs only; every value is redacted)"
+    )
+    http.add_argument(
+        "--header",
+        type=_header_entry,
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="a header sent with every request (repeatable)",
+    )
+    who = http.add_mutually_exclusive_group()
+    who.add_argument(
+        "--bearer",
+        type=_bearer,
+        metavar="TOKEN",
+        help="send 'Authorization: Bearer TOKEN' (prefer --bearer-env: a command line is "
+        "visible to other users of the machine)",
+    )
+    who.add_argument(
+        "--bearer-env",
+        metavar="VAR",
+        help="send 'Authorization: Bearer' with the token read from environment variable VAR",
+    )
     where = parser.add_argument_group(
         "target (one of)",
-        "TARGET is tcp://HOST:PORT or unix:PATH; or '-- CMD [ARGS...]' for a stdio server "
-        "(last on the line: everything after -- is the server's command line)",
+        "TARGET is tcp://HOST:PORT, unix:PATH, ws(s)://... or http(s)://...; or "
+        "'-- CMD [ARGS...]' for a stdio server (last on the line: everything after -- is "
+        "the server's command line)",
     )
-    where.add_argument("url", nargs="?", metavar="TARGET", help="tcp://HOST:PORT or unix:PATH")
+    where.add_argument(
+        "url",
+        nargs="?",
+        metavar="TARGET",
+        help="tcp://HOST:PORT, unix:PATH, ws(s)://HOST/PATH or http(s)://HOST/PATH",
+    )
     where.add_argument("--demo", action="store_true", help="the bundled demo server")
     where.add_argument(
         "--config", metavar="FILE", help="an mcpServers JSON file (with --server or --all)"
@@ -181,10 +257,12 @@ def _build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
     return parser, {"connect": connect, "call": call}
 
 
-def parse(argv: Sequence[str]) -> Options:
-    """Parse a command line (without the program name).
+def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Options:
+    """Parse a command line (without the program name). ``environ`` (default:
+    ``os.environ``) is where ``--bearer-env`` finds its variable.
 
-    Raises :class:`UsageError` for anything wrong with it.
+    Raises :class:`UsageError` for anything wrong with it; its message never holds an
+    ``--env``, ``--header`` or bearer value.
     """
     args = list(argv)
     stdio: tuple[str, ...] | None = None
@@ -221,6 +299,7 @@ def parse(argv: Sequence[str]) -> Options:
         sub.error("--server and --all go with --config FILE")
     if ns.url is not None and ns.env:
         sub.error("--env is for stdio servers; TARGET is a socket")
+    headers = _headers(sub, ns, os.environ if environ is None else environ)
     call = _call(sub, ns) if ns.command == "call" else None
     return Options(
         command=ns.command,
@@ -228,6 +307,7 @@ def parse(argv: Sequence[str]) -> Options:
         versions=ns.versions,
         timeout=ns.timeout,
         env=dict(ns.env),
+        headers=headers,
         trace=ns.trace,
         verbosity=ns.verbose,
         url=ns.url,
@@ -238,6 +318,44 @@ def parse(argv: Sequence[str]) -> Options:
         demo=ns.demo,
         call=call,
     )
+
+
+def _is_http(url: str | None) -> bool:
+    scheme, sep, _ = (url or "").partition("://")
+    return bool(sep) and scheme.lower() in ("http", "https")
+
+
+def _headers(
+    sub: argparse.ArgumentParser, ns: argparse.Namespace, environ: Mapping[str, str]
+) -> dict[str, str]:
+    """The headers ``--header``, ``--bearer`` and ``--bearer-env`` ask for, checked
+    against the target and each other. No message names a value."""
+    given: list[tuple[str, str]] = ns.header
+    if not given and ns.bearer is None and ns.bearer_env is None:
+        return {}
+    if not _is_http(ns.url):
+        sub.error(f"{_HTTP_OPTIONS} are for an http:// or https:// TARGET")
+    headers: dict[str, str] = {}
+    for name, value in given:
+        same = [n for n in headers if n.lower() == name.lower()]
+        if same:
+            sub.error(f"--header {name} is given twice")
+        headers[name] = value
+    token: str | None = ns.bearer
+    if ns.bearer_env is not None:
+        token = environ.get(ns.bearer_env) or None
+        if token is None:
+            sub.error(f"--bearer-env: environment variable {ns.bearer_env} is not set or empty")
+        try:
+            token = _bearer(token)
+        except argparse.ArgumentTypeError as exc:
+            sub.error(f"--bearer-env {ns.bearer_env}: {exc}")
+    if token is not None:
+        if any(n.lower() == _AUTHORIZATION for n in headers):
+            flag = "--bearer" if ns.bearer is not None else "--bearer-env"
+            sub.error(f"{flag} and --header Authorization both set Authorization: give one")
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
 
 
 def _call(sub: argparse.ArgumentParser, ns: argparse.Namespace) -> Call:
@@ -271,19 +389,40 @@ def _call(sub: argparse.ArgumentParser, ns: argparse.Namespace) -> Call:
     return Call("resources/read", {"uri": value})
 
 
-def env_values(argv: Sequence[str]) -> list[str]:
-    """The ``--env`` values on a command line, found without parsing it, so that even a
-    usage error's message can be redacted. Raises nothing."""
-    values: list[str] = []
+def secret_values(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> list[str]:
+    """Every credential a command line gives, found without parsing it, so that even a
+    usage error's message can be redacted: ``--env`` values, ``--header`` values (a
+    header line without a colon whole), ``--bearer`` tokens, and the value of the
+    variable ``--bearer-env`` names (read from ``environ``, default ``os.environ``).
+    Raises nothing."""
+    environ = os.environ if environ is None else environ
     args = list(argv)
     if _STDIO_MARK in args:
         args = args[: args.index(_STDIO_MARK)]
+    values: list[str] = []
     for index, arg in enumerate(args):
-        if arg == "--env" and index + 1 < len(args):
-            values.append(args[index + 1].partition("=")[2])
-        elif arg.startswith("--env="):
-            values.append(arg[len("--env=") :].partition("=")[2])
-    return values
+        option, eq, attached = arg.partition("=")
+        if option not in (*_SECRET_OPTIONS, _BEARER_ENV):
+            continue
+        if eq:
+            given = attached
+        elif index + 1 < len(args):
+            given = args[index + 1]
+        else:
+            continue
+        if option == "--env":
+            values.append(given.partition("=")[2])
+        elif option == "--header":
+            _, colon, value = given.partition(":")
+            values += [value.strip(), value] if colon else [given]
+            # "Bearer TOKEN": the token alone too, as the server may echo it.
+            values.append(value.strip().partition(" ")[2].strip())
+        elif option == "--bearer":
+            values += [given, f"Bearer {given}"]
+        else:
+            token = environ.get(given, "")
+            values += [token, f"Bearer {token}"]
+    return [v for v in values if v]
 
 
 def wants_json(argv: Sequence[str]) -> bool:

@@ -7,13 +7,20 @@ here, before anything is spawned, as a :class:`~mcpl_host.ConfigurationError` (e
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import ServerConfig, load_config
+from ..config import AuthSpec, ServerConfig, load_config
 from ..protocol.errors import ConfigurationError
 from ..protocol.redact import Redactor
-from ..transports.targets import StdioTarget, Target, describe, parse_target, redactor_for
+from ..transports.targets import (
+    HttpTarget,
+    StdioTarget,
+    Target,
+    describe,
+    parse_target,
+    redactor_for,
+)
 from .args import Options
 
 __all__ = ["DEMO_NAME", "Plan", "Planned", "resolve"]
@@ -29,16 +36,19 @@ class Planned:
     """One server to connect to.
 
     ``secrets`` are the values to redact beyond what the target's own configuration
-    reveals (every env value, however short or plainly named). ``problem`` is set, and
-    ``target`` None, for a configured server the host cannot reach (a URL scheme not
-    supported yet): it is reported as a configuration error without connecting.
+    reveals (every env value and header value, however short or plainly named, and a
+    configured client secret). ``problem`` is set, and ``target`` None, for a
+    configured server the host cannot reach (an environment variable it names is not
+    set): it is reported as a configuration error without connecting. ``auth`` is the
+    config entry's ``auth`` (None without one, and for a command-line target).
     """
 
     name: str
     label: str
     target: Target | None
-    secrets: tuple[str, ...] = ()
+    secrets: tuple[str, ...] = field(default=(), repr=False)
     problem: str | None = None
+    auth: AuthSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +64,12 @@ class Plan:
 def resolve(options: Options) -> Plan:
     """The servers ``options`` name.
 
-    Raises :class:`~mcpl_host.ConfigurationError`: a TARGET that is not
-    ``tcp://HOST:PORT`` or ``unix:PATH``, a stdio command that is not valid, a config
+    Raises :class:`~mcpl_host.ConfigurationError`: a TARGET that is not one, a stdio
+    command that is not valid, a ``--header`` the HTTP transport sets itself, a config
     file that cannot be read or is malformed (the message names the file and the key),
-    a ``--server`` the file does not have, the chosen server's URL not supported yet,
-    or ``--all`` over a file with no servers.
+    a ``--server`` the file does not have, the chosen server unusable (an environment
+    variable it names is not set), or ``--all`` over a file with no servers. No message
+    shows a header value.
     """
     if options.config is not None:
         return _from_config(options, options.config)
@@ -73,10 +84,12 @@ def resolve(options: Options) -> Plan:
     assert options.url is not None
     try:
         target = parse_target(options.url)
+        if isinstance(target, HttpTarget) and options.headers:
+            target = HttpTarget(target.url, headers=options.headers)
     except ConfigurationError as exc:
-        raise ConfigurationError(
-            f"{exc.message} (a stdio server is given as -- CMD [ARGS...])"
-        ) from None
+        # Our own texts name a header, never its value; the redactor is for the URL.
+        shown = Redactor([*options.headers.values()]).redact(exc.message)
+        raise ConfigurationError(f"{shown} (a stdio server is given as -- CMD [ARGS...])") from None
     return _single(describe(target), target)
 
 
@@ -85,13 +98,17 @@ def _single(name: str, target: Target) -> Plan:
     return Plan([planned], {}, _union([planned]), from_config=False)
 
 
-def _planned(name: str, target: Target) -> Planned:
-    secrets: tuple[str, ...] = ()
+def _planned(
+    name: str, target: Target, secrets: tuple[str, ...] = (), auth: AuthSpec | None = None
+) -> Planned:
+    # The redactor built from a target masks only secret-looking or long env values and
+    # authorization-like headers; the command line promises that no --env, --header or
+    # configured value is ever shown.
     if isinstance(target, StdioTarget):
-        # The redactor built from a target masks only secret-looking or long env values;
-        # the command line promises that no --env or configured value is ever shown.
-        secrets = tuple(target.env.values())
-    return Planned(name, describe(target), target, secrets)
+        secrets = (*secrets, *target.env.values())
+    elif isinstance(target, HttpTarget):
+        secrets = (*secrets, *target.headers.values())
+    return Planned(name, describe(target), target, secrets, auth=auth)
 
 
 def _from_config(options: Options, file: str) -> Plan:
@@ -124,7 +141,14 @@ def _from_config(options: Options, file: str) -> Plan:
 def _configured(name: str, config: ServerConfig, extra_env: dict[str, str]) -> Planned:
     target = config.target
     if target is None:
-        return Planned(name, config.source, None, problem=f"{config.source}: {config.problem}")
+        return Planned(
+            name,
+            config.source,
+            None,
+            config.secrets,
+            problem=f"{config.source}: {config.problem}",
+            auth=config.auth,
+        )
     if isinstance(target, StdioTarget) and extra_env:
         # --env adds to (and wins over) what the file configures, for stdio servers only.
         target = StdioTarget.of(
@@ -133,13 +157,14 @@ def _configured(name: str, config: ServerConfig, extra_env: dict[str, str]) -> P
             env={**target.env, **extra_env},
             inherit_env=target.inherit_env,
         )
-    return _planned(name, target)
+    return _planned(name, target, config.secrets, config.auth)
 
 
 def _union(servers: list[Planned]) -> Redactor:
     """One redactor for everything this command writes, whichever server it concerns."""
     secrets: set[str] = set()
     for planned in servers:
+        secrets |= set(planned.secrets)
         if planned.target is not None:
             secrets |= redactor_for(planned.target, extra_secrets=planned.secrets).secrets
     return Redactor(secrets)

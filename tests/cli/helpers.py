@@ -1,14 +1,25 @@
-"""Running the command as a real subprocess, and tiny stdio servers written for a test."""
+"""Running the command as a real subprocess or in process, tiny stdio servers written
+for a test, and an HTTP server that refuses every request."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import pytest
+import structlog
+
+from mcpl_host.cli import main
 
 CLI = [sys.executable, "-m", "mcpl_host.cli"]
 # Generous: a run is well under a second; this only stops a hung test.
@@ -76,3 +87,84 @@ def server(tmp_path: Path, name: str, body: str) -> list[str]:
     script = tmp_path / f"{name}.py"
     script.write_text(PRELUDE + textwrap.dedent(body))
     return [sys.executable, str(script)]
+
+
+def run_in_process(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``main(ARGS)`` in this process: (exit status, stdout, stderr), logs included (the
+    command logs to stderr). structlog's configuration, which the command replaces, is
+    put back after, for the tests that read logs with capture_logs."""
+    saved = structlog.get_config()
+    capsys.readouterr()  # what earlier code of the test wrote is not this run's
+    try:
+        status = main(list(args))
+    finally:
+        structlog.configure(**saved)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+class RefusingServer:
+    """An HTTP server answering 401 to every request, as an OAuth-protected MCP server
+    answers a client without a valid token, except that it echoes every header it got
+    (name and value) and the request's body, in its ``WWW-Authenticate`` challenge and
+    its JSON body: whatever the client sent comes back at it, as a careless server
+    would show it. ``seen`` holds each request's headers (lower-case names)."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, str]] = []
+        refusing = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _refuse(self) -> None:
+                refusing.seen.append({k.lower(): v for k, v in self.headers.items()})
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length).decode("utf-8", "replace")
+                sent = "; ".join(f"{k}={v}" for k, v in self.headers.items())
+                quoted = sent.replace("\\", "/").replace('"', "'")
+                challenge = (
+                    f'Bearer realm="you sent {quoted}", error="invalid_token", '
+                    f'error_description="body of {len(body)} bytes", '
+                    'resource_metadata="http://127.0.0.1:9/.well-known/oauth-protected-resource"'
+                )
+                payload = json.dumps(
+                    {"error": "invalid_token", "error_description": f"you sent {sent}; {body}"}
+                ).encode()
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", challenge)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_POST = do_GET = do_DELETE = _refuse
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/mcp"
+
+
+@contextlib.contextmanager
+def refusing_http_server() -> Iterator[RefusingServer]:
+    """A :class:`RefusingServer`, serving until the block ends."""
+    server = RefusingServer()
+    httpd = server._httpd
+    thread = threading.Thread(target=httpd.serve_forever, name="refusing HTTP", daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)
+
+
+def closed_port_url() -> str:
+    """An http:// URL where nothing listens (a port just bound, then closed)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/mcp"
