@@ -3,7 +3,32 @@
 
 from __future__ import annotations
 
+from .flow import DEFAULT_REDIRECT_URI, AuthSession, OAuth
+from .grants import (
+    AuthorizationCode,
+    Authorize,
+    ClientCredentials,
+    EnterpriseManaged,
+    Grant,
+    GrantContext,
+    JwtBearer,
+)
 from .records import ClientInfo, TokenSet
 from .store import MemoryTokenStore, TokenStore
 
-__all__ = ["ClientInfo", "MemoryTokenStore", "TokenSet", "TokenStore"]
+__all__ = [
+    "DEFAULT_REDIRECT_URI",
+    "AuthSession",
+    "AuthorizationCode",
+    "Authorize",
+    "ClientCredentials",
+    "ClientInfo",
+    "EnterpriseManaged",
+    "Grant",
+    "GrantContext",
+    "JwtBearer",
+    "MemoryTokenStore",
+    "OAuth",
+    "TokenSet",
+    "TokenStore",
+]
