@@ -162,7 +162,7 @@ def _auth_for(scenario: str) -> OAuth:
             )
         )
     if scenario.startswith("auth/wif"):
-        assertion = str(context.get("workload_jwt") or context.get("assertion") or "")
+        assertion = str(context["valid_jwt"])
         return OAuth(
             grant=JwtBearer(lambda: _constant(assertion), client_id=context.get("client_id"))
         )
