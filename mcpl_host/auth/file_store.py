@@ -16,8 +16,8 @@ can still recover what it held.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,6 +31,11 @@ import trio
 from .._log import get_logger
 from ..protocol.errors import ConfigurationError
 from .records import ClientInfo, TokenSet
+
+# POSIX only (flock, file modes); imported conditionally so that the package, and the
+# memory store, still import on Windows.
+if sys.platform != "win32":
+    import fcntl
 
 __all__ = ["AUTH_FILE_ENV", "FileTokenStore", "StoredEntry", "default_auth_file"]
 
@@ -144,6 +149,9 @@ class FileTokenStore:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        """Raises ConfigurationError on Windows, which has neither flock nor POSIX modes."""
+        if sys.platform == "win32":
+            raise ConfigurationError("FileTokenStore needs a POSIX system (flock, file modes)")
         chosen = default_auth_file() if path is None else Path(path).expanduser()
         # Absolute now: a relative path must not follow a later chdir.
         self.path: Path = chosen.absolute()
