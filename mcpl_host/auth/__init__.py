@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from .file_store import FileTokenStore, StoredEntry, default_auth_file
 from .flow import DEFAULT_REDIRECT_URI, AuthSession, OAuth
 from .grants import (
     AuthorizationCode,
@@ -13,6 +14,7 @@ from .grants import (
     GrantContext,
     JwtBearer,
 )
+from .loopback import LoopbackRedirect
 from .records import ClientInfo, TokenSet
 from .store import MemoryTokenStore, TokenStore
 
@@ -24,11 +26,15 @@ __all__ = [
     "ClientCredentials",
     "ClientInfo",
     "EnterpriseManaged",
+    "FileTokenStore",
     "Grant",
     "GrantContext",
     "JwtBearer",
+    "LoopbackRedirect",
     "MemoryTokenStore",
     "OAuth",
+    "StoredEntry",
     "TokenSet",
     "TokenStore",
+    "default_auth_file",
 ]
