@@ -136,6 +136,12 @@ class AutoApproveProvider(
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         assert client_info.client_id is not None  # the SDK's RegistrationHandler mints it
+        # Every client may ask for every scope, whatever it registered with (RFC 7591 lets
+        # the server replace requested metadata; the 201 answer shows the replacement).
+        # The SDK's /authorize refuses a scope the registration lacks, which would turn
+        # step-up into re-registration for a client that registered with `mcp`; the MCP
+        # step-up flow only re-authorizes.
+        client_info.scope = " ".join(ALL_SCOPES)
         self.clients[client_info.client_id] = client_info
 
     async def authorize(
@@ -414,12 +420,10 @@ def build_app(
     provider = AutoApproveProvider(
         issuer=advertised_issuer, resource=mcp_url, token_lifetime=token_lifetime
     )
+    # /register refuses scopes outside valid_scopes; what /authorize grants when it names
+    # no scope is DEFAULT_SCOPES (AutoApproveProvider.authorize).
     registration = ClientRegistrationOptions(
-        enabled=True,
-        valid_scopes=ALL_SCOPES,
-        # A client that registers without naming scopes may later ask for any of them
-        # (step-up); what /authorize grants by default is DEFAULT_SCOPES.
-        default_scopes=ALL_SCOPES,
+        enabled=True, valid_scopes=ALL_SCOPES, default_scopes=ALL_SCOPES
     )
     revocation = RevocationOptions(enabled=True)
     # Strings, not AnyHttpUrl objects: AuthSettings keeps a path-less URL path-less only
