@@ -19,16 +19,20 @@ narrowing); ``/revoke`` (RFC 7009); the bearer check on ``/mcp`` with a 401 that
 metadata, and the token's resource (RFC 8707 audience) against ``/mcp``.
 
 This file adds: the provider (in-memory store, auto-approval, token issuance and rotation,
-``iss`` in the authorization response) and a few small layers the SDK has no hook for:
+``iss`` in the authorization response, /authorize refusing a missing or foreign
+``resource`` with ``invalid_target``, every registration widened to every scope so that
+step-up never needs a new registration) and a few small layers the SDK has no hook for:
 
-* ``/token`` checks the ``resource`` form field against the one recorded at /authorize
-  (the SDK parses it but never hands it to the provider);
+* ``/token`` requires the ``resource`` form field and holds it to the one recorded at
+  /authorize, for codes and refresh tokens alike (the SDK parses it but never hands it to
+  the provider);
 * the AS metadata is the SDK's ``build_metadata`` plus
-  ``authorization_response_iss_parameter_supported`` (and, with ``--wrong-issuer``, an
-  ``issuer`` that is not the URL it is served for);
+  ``authorization_response_iss_parameter_supported`` and the ``none`` client auth method
+  (and, with ``--wrong-issuer``, an ``issuer`` that is not the URL it is served for);
 * ``--step-up``: a ``tools/call`` of ``admin`` without scope ``admin`` answers HTTP 403
   ``insufficient_scope`` with the scopes it needs (the SDK's scope check is one list for
-  the whole endpoint);
+  the whole endpoint). Without the flag the tool itself refuses: HTTP 200, a result with
+  ``isError``. Tokens get scope ``mcp`` unless /authorize asks for more;
 * ``POST /test/revoke-all`` revokes every access and refresh token at once;
 * every /authorize, /token, /register and /revoke request is logged to stderr: method,
   path, status and the NAMES of its fields (never a value: codes, verifiers and secrets
@@ -420,8 +424,8 @@ def build_app(
     provider = AutoApproveProvider(
         issuer=advertised_issuer, resource=mcp_url, token_lifetime=token_lifetime
     )
-    # /register refuses scopes outside valid_scopes; what /authorize grants when it names
-    # no scope is DEFAULT_SCOPES (AutoApproveProvider.authorize).
+    # /register refuses scopes outside valid_scopes, then register_client widens every
+    # registration to all of them; /authorize grants DEFAULT_SCOPES when it names none.
     registration = ClientRegistrationOptions(
         enabled=True, valid_scopes=ALL_SCOPES, default_scopes=ALL_SCOPES
     )
