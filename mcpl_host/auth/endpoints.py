@@ -119,9 +119,12 @@ def read_tokens(answer: Answer, step: str, previous: TokenSet | None = None) -> 
             rule="RFC 6749 section 5.1",
         )
     lifetime = body.get("expires_in")
-    expires_at = None
+    expires_at = refresh_at = None
     if isinstance(lifetime, (int, float)) and not isinstance(lifetime, bool) and lifetime > 0:
-        expires_at = time.time() + min(float(lifetime), _MAX_LIFETIME)
+        now = time.time()
+        seconds = min(float(lifetime), _MAX_LIFETIME)
+        expires_at = now + seconds
+        refresh_at = TokenSet.refresh_time(now, seconds)
     refresh = body.get("refresh_token")
     scope = body.get("scope")
     return TokenSet(
@@ -132,6 +135,7 @@ def read_tokens(answer: Answer, step: str, previous: TokenSet | None = None) -> 
         if isinstance(refresh, str) and refresh
         else (previous.refresh_token if previous else None),
         scope=scope if isinstance(scope, str) else (previous.scope if previous else None),
+        refresh_at=refresh_at,
     )
 
 

@@ -98,6 +98,7 @@ class _Tokens(msgspec.Struct, omit_defaults=True):
     expires_at: float | None = None
     refresh_token: str | None = None
     scope: str | None = None
+    refresh_at: float | None = None
 
 
 class _Document(msgspec.Struct):
@@ -421,6 +422,7 @@ def _token_set(entry: _Tokens) -> TokenSet:
         expires_at=entry.expires_at,
         refresh_token=entry.refresh_token,
         scope=entry.scope,
+        refresh_at=entry.refresh_at,
     )
 
 
@@ -435,4 +437,5 @@ def _tokens_entry(key: tuple[str, str, str], tokens: TokenSet) -> _Tokens:
         expires_at=tokens.expires_at,
         refresh_token=tokens.refresh_token,
         scope=tokens.scope,
+        refresh_at=tokens.refresh_at,
     )
