@@ -149,6 +149,9 @@ class FileTokenStore:
     synchronous, for the command line.
     """
 
+    # Its I/O already runs in threads under trio: the faces use it as it is.
+    trio_native = True
+
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         """Raises ConfigurationError on Windows, which has neither flock nor POSIX modes."""
         if sys.platform == "win32":

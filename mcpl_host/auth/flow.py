@@ -50,6 +50,9 @@ __all__ = ["DEFAULT_REDIRECT_URI", "AuthSession", "OAuth", "Tries"]
 
 _log = get_logger("mcpl_host.auth")
 
+# How a face (asyncio, threads) turns a hook written for it into a trio coroutine function.
+Adapt = Callable[[Callable[..., Any]], Callable[..., Any]]
+
 DEFAULT_REDIRECT_URI: Final = "http://127.0.0.1/callback"
 _PRM_DECODER: Final = msgspec.json.Decoder(ProtectedResource)
 _ASM_DECODER: Final = msgspec.json.Decoder(AuthServerMetadata)
@@ -156,6 +159,21 @@ class OAuth:
     def __repr__(self) -> str:
         return f"OAuth(client_id={self.client_id!r}, grant={type(self.grant).__name__})"
 
+    def adapted(self, adapt: Adapt) -> OAuth:
+        """A copy whose hooks (the person's ``authorize``, a grant's assertion or ID
+        token source, a store of the embedder's) are made trio coroutine functions by
+        ``adapt``: what the asyncio and synchronous faces do with hooks written for them.
+        The copy starts with nothing learnt."""
+        copy = object.__new__(OAuth)
+        copy.__dict__.update(self.__dict__)
+        copy._servers = {}
+        copy.grant = _adapted_grant(self.grant, adapt)
+        if not isinstance(self.store, MemoryTokenStore) and not getattr(
+            self.store, "trio_native", False
+        ):
+            copy.store = _AdaptedStore(self.store, adapt)
+        return copy
+
     def secrets(self) -> list[str]:
         """The configured secrets, for a redactor built before any flow runs."""
         found = [self.client_secret] if self.client_secret else []
@@ -214,6 +232,30 @@ class OAuth:
                 on_http=on_http,
             )
             return await session.authorize({}, step_up=False, refused=None)
+
+
+def _adapted_grant(grant: Grant, adapt: Adapt) -> Grant:
+    """A copy of ``grant`` with the callables it was given adapted."""
+    hooks = {"authorize", "assertion", "id_token"}
+    found = {k: v for k, v in vars(grant).items() if k in hooks and v is not None}
+    if not found:
+        return grant
+    copy = object.__new__(type(grant))
+    copy.__dict__.update(vars(grant))
+    copy.__dict__.update({k: adapt(v) for k, v in found.items()})
+    return copy
+
+
+class _AdaptedStore:
+    """An embedder's token store, each method through the face's adapter."""
+
+    def __init__(
+        self, store: TokenStore, adapt: Callable[[Callable[..., Any]], Callable[..., Any]]
+    ) -> None:
+        self.get_client = adapt(store.get_client)
+        self.set_client = adapt(store.set_client)
+        self.get_tokens = adapt(store.get_tokens)
+        self.set_tokens = adapt(store.set_tokens)
 
 
 class _kept:

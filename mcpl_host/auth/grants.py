@@ -348,17 +348,19 @@ class EnterpriseManaged:
             token_endpoint_auth_method="client_secret_post" if idp_client_secret else "none",
             source="preregistered",
         )
-        self.bearer = JwtBearer(
-            self._id_jag,
+        self.client = JwtBearer(
+            id_token,
             client_id=client_id,
             client_secret=client_secret,
             token_endpoint_auth_method=token_endpoint_auth_method,
-        )
+        ).client
         self._ctx: GrantContext | None = None
 
     async def obtain(self, ctx: GrantContext) -> TokenSet:
         self._ctx = ctx
-        return await self.bearer.obtain(ctx)
+        bearer = JwtBearer(self._id_jag)
+        bearer.client = self.client
+        return await bearer.obtain(ctx)
 
     async def _id_jag(self) -> str:
         ctx = self._ctx
