@@ -19,7 +19,9 @@ from typing import Any, TypeVar
 import outcome
 import trio
 
+from .auth.flow import OAuth
 from .mcpl.host import Mcpl, McplContext
+from .transports.http_target import HttpTarget
 
 __all__ = ["Call", "Facade", "Portal", "adapt_hooks"]
 
@@ -148,18 +150,28 @@ HookAdapter = Callable[[Callable[..., Any]], Callable[..., Awaitable[Any]]]
 
 def adapt_hooks(options: Mapping[str, Any], adapt: HookAdapter) -> dict[str, Any]:
     """``options`` of a Connection or ConnectionManager with every server-to-host hook
-    (``sampling``, ``elicitation``, raw ``handlers``, ``mcpl`` hooks) made a trio
-    coroutine function by ``adapt``."""
+    (``sampling``, ``elicitation``, raw ``handlers``, ``mcpl`` hooks, the manager's
+    ``auth``) made a trio coroutine function by ``adapt``."""
     adapted = dict(options)
     for name in ("sampling", "elicitation"):
         if adapted.get(name) is not None:
             adapted[name] = adapt(adapted[name])
     if adapted.get("handlers"):
         adapted["handlers"] = {m: adapt(h) for m, h in adapted["handlers"].items()}
+    if isinstance(adapted.get("auth"), OAuth):
+        adapted["auth"] = adapted["auth"].adapted(adapt)
     mcpl = adapted.get("mcpl")
     if isinstance(mcpl, Mcpl) and mcpl.hooks:
         adapted["mcpl"] = replace(mcpl, hooks={m: adapt(h) for m, h in mcpl.hooks.items()})
     return adapted
+
+
+def adapt_target(target: Any, adapt: HookAdapter) -> Any:
+    """``target`` with its authorization's hooks made trio coroutine functions by
+    ``adapt`` (an HTTP target's ``auth``); any other target as it is."""
+    if isinstance(target, HttpTarget) and target.auth is not None:
+        return replace(target, auth=target.auth.adapted(adapt))
+    return target
 
 
 def with_context(

@@ -39,7 +39,7 @@ from typing import Any, Generic, TypeVar, cast
 import outcome
 import trio
 
-from ._portal import Facade, Portal, adapt_hooks, with_context
+from ._portal import Facade, Portal, adapt_hooks, adapt_target, with_context
 from .client import connection as _connection
 from .driver.lifetime import OwnsNursery
 from .manager import _manager
@@ -209,7 +209,11 @@ class Connection(_Service[_connection.Connection]):
     asyncio (see the module)."""
 
     def __init__(self, target: Any, **options: Any) -> None:
-        super().__init__(_connection.Connection(target, **adapt_hooks(options, asyncio_hook)))
+        super().__init__(
+            _connection.Connection(
+                adapt_target(target, asyncio_hook), **adapt_hooks(options, asyncio_hook)
+            )
+        )
 
 
 class ConnectionManager(_Service[_manager.ConnectionManager]):

@@ -16,9 +16,12 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import httpx
 import trio
 
 from . import Connection, ElicitParams, ElicitResult, HookContext, HttpTarget, McplHostError
+from .auth.flow import OAuth
+from .auth.grants import ClientCredentials, EnterpriseManaged, JwtBearer
 
 __all__ = ["SCENARIOS", "main"]
 
@@ -123,19 +126,84 @@ SCENARIOS: dict[str, Callable[[Connection], Awaitable[None]]] = {
 }
 
 
+async def follow_once(url: str) -> str:
+    """The authorization endpoint, fetched as a browser would up to its first redirect:
+    the suite's answers at once with a 302 to the redirect URI (code, state, iss).
+    Test-only: a real user agent is the person's (``mcpl-host auth login``)."""
+    async with httpx.AsyncClient(follow_redirects=False, timeout=10.0) as client:
+        response = await client.get(url)
+    location: str | None = response.headers.get("location")
+    if response.status_code not in (301, 302, 303, 307, 308) or not location:
+        raise RuntimeError(f"the authorization endpoint answered {response.status_code}")
+    return location
+
+
+def _auth_for(scenario: str) -> OAuth:
+    """The OAuth an auth scenario needs, from what its context passes."""
+    context = _context()
+    if scenario in ("auth/client-credentials-basic", "auth/client-credentials-jwt"):
+        return OAuth(
+            grant=ClientCredentials(
+                context["client_id"],
+                client_secret=context.get("client_secret"),
+                private_key_pem=context.get("private_key_pem"),
+                algorithm=context.get("signing_algorithm") or "ES256",
+            )
+        )
+    if scenario == "auth/enterprise-managed-authorization":
+        id_token = str(context["idp_id_token"])
+        return OAuth(
+            grant=EnterpriseManaged(
+                idp_token_endpoint=context["idp_token_endpoint"],
+                id_token=lambda: _constant(id_token),
+                idp_client_id=context["idp_client_id"],
+                client_id=context["client_id"],
+                client_secret=context.get("client_secret"),
+            )
+        )
+    if scenario.startswith("auth/wif"):
+        assertion = str(context["valid_jwt"])
+        return OAuth(
+            grant=JwtBearer(lambda: _constant(assertion), client_id=context.get("client_id"))
+        )
+    return OAuth(
+        client_id=context.get("client_id"),
+        client_secret=context.get("client_secret"),
+        client_metadata_url="https://conformance-test.local/client-metadata.json",
+        redirect_uri="http://localhost:3000/callback",
+        client_name="mcpl-host conformance",
+        authorize=follow_once,
+        dpop=scenario.startswith("auth/dpop"),
+    )
+
+
+async def _constant(value: str) -> str:
+    return value
+
+
+async def _auth_session(conn: Connection) -> None:
+    """What the SDK's reference client does on every auth scenario: list the tools and
+    call the first."""
+    tools = await conn.list_tools()
+    if tools:
+        await conn.call_tool(tools[0].name, {})
+
+
 async def run(url: str, scenario: str) -> None:
-    act = SCENARIOS[scenario]
+    act = SCENARIOS.get(scenario, _auth_session)
     options: dict[str, Any] = {"request_timeout": 20.0}
     if scenario.startswith(("elicitation", "sep-2322")):
         options["elicitation"] = accept_with_defaults
-    async with Connection(HttpTarget(url), name=f"conformance:{scenario}", **options) as conn:
+    auth = _auth_for(scenario) if scenario.startswith("auth/") else None
+    target = HttpTarget(url, auth=auth)
+    async with Connection(target, name=f"conformance:{scenario}", **options) as conn:
         await act(conn)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
-    if not args or scenario not in SCENARIOS:
+    if not args or (scenario not in SCENARIOS and not scenario.startswith("auth/")):
         known = ", ".join(SCENARIOS)
         print(
             f"usage: MCP_CONFORMANCE_SCENARIO=<{known}> python -m mcpl_host.conformance URL",

@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 import outcome
 import trio
 
-from ._portal import Call, Facade, Portal, adapt_hooks, with_context
+from ._portal import Call, Facade, Portal, adapt_hooks, adapt_target, with_context
 from .client import connection as _connection
 from .manager import _manager
 from .mcpl.host import McplContext
@@ -183,7 +183,11 @@ class Connection(_Service):
     plain callables (see the module)."""
 
     def __init__(self, target: Any, **options: Any) -> None:
-        super().__init__(_connection.Connection(target, **adapt_hooks(options, threaded_hook)))
+        super().__init__(
+            _connection.Connection(
+                adapt_target(target, threaded_hook), **adapt_hooks(options, threaded_hook)
+            )
+        )
 
 
 class ConnectionManager(_Service):

@@ -47,9 +47,18 @@ class TokenSet:
     expires_at: float | None = None
     refresh_token: str | None = field(default=None, repr=False)
     scope: str | None = None
+    # When to refresh: a tenth of a short life before its end (a 10 s token is not
+    # refreshed before every request), at most REFRESH_MARGIN before it.
+    refresh_at: float | None = None
 
-    def expiring(self, now: float | None = None, margin: float = REFRESH_MARGIN) -> bool:
-        """The access token has expired, or will within ``margin`` seconds."""
+    def expiring(self, now: float | None = None) -> bool:
+        """The access token has expired, or is due to be refreshed."""
         if self.expires_at is None:
             return False
-        return (now if now is not None else time.time()) >= self.expires_at - margin
+        due = self.refresh_at if self.refresh_at is not None else self.expires_at - REFRESH_MARGIN
+        return (now if now is not None else time.time()) >= due
+
+    @staticmethod
+    def refresh_time(now: float, lifetime: float) -> float:
+        """When a token obtained at ``now`` for ``lifetime`` seconds is refreshed."""
+        return now + lifetime - min(REFRESH_MARGIN, lifetime / 10)

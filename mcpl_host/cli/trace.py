@@ -17,7 +17,9 @@ __all__ = ["TRACE_LIMIT", "WireWatch"]
 # Longer than a log value (256): a trace is read for the content of messages. Still cut:
 # one tools/list line can be megabytes.
 TRACE_LIMIT: Final = 512
-_ARROWS: Final = {"in": "<-", "out": "->"}
+# "http": an HTTP exchange that carried no JSON-RPC line (a 401, the authorization
+# flow's requests), shown as what it was.
+_ARROWS: Final = {"in": "<-", "out": "->", "http": "=="}
 
 
 class WireWatch:

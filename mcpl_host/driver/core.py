@@ -407,6 +407,32 @@ class Driver(OwnsNursery):
         on_broken = getattr(transport, "on_broken_streams", None)
         if on_broken is not None:
             on_broken(lambda ids: self._outbound.reissue(epoch, ids))
+        on_failed = getattr(transport, "on_failed_requests", None)
+        if on_failed is not None:
+            on_failed(lambda ids, error: self._fail_requests(epoch, ids, error))
+        if self._on_wire is not None and hasattr(transport, "on_http"):
+            on_wire = self._on_wire
+            transport.on_http = lambda text: on_wire("http", text.encode())
+
+    def _fail_requests(self, epoch: Epoch, request_ids: list[Any], error: McplHostError) -> None:
+        """The transport failed ``request_ids`` with a typed error of its own (an HTTP
+        401 that could not be authorized, say): the handshake's request fails the
+        connect with it, every other request is settled with it."""
+        error.server = self.name
+        handshake = epoch.handshake
+        for request_id in request_ids:
+            if (
+                handshake is not None
+                and epoch.handshake_step is None
+                and request_id == handshake.request_id
+            ):
+                epoch.handshake_step = Failed(error)
+                epoch.handshake_done.set()
+                continue
+            pending = self._outbound.pending.get(request_id) if type(request_id) is int else None
+            if pending is not None and pending.epoch is epoch and not pending.settled:
+                del self._outbound.pending[request_id]
+                pending.settle(error=error)
 
     def _use_log_level(self, level: str) -> None:
         """2026-07-28 has no logging/setLevel: every request from now on asks for the

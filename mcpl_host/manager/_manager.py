@@ -11,6 +11,7 @@ import trio
 from msgspec import UNSET
 
 from .._log import get_logger
+from ..auth.flow import OAuth
 from ..client.connection import Connection, TransportFactory
 from ..client.hooks import ElicitationHook, SamplingHook, as_roots
 from ..client.pagination import DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_ITEMS
@@ -95,6 +96,7 @@ class ConnectionManager(OwnsNursery):
         on_event: ManagerEventCallback | None = None,
         on_status: Callable[[ServerStatus], None] | None = None,
         tool_separator: str = TOOL_SEPARATOR,
+        auth: OAuth | None = None,
     ) -> None:
         """Raises :class:`~mcpl_host.ConfigurationError` when the config file cannot be
         read or holds a malformed entry, for an unknown revision in ``versions``, or an
@@ -140,6 +142,7 @@ class ConnectionManager(OwnsNursery):
                 make_connection=self._connect,
                 on_event=on_event,
                 on_status=on_status,
+                auth=auth,
             )
             for name, spec in servers.items()
         }

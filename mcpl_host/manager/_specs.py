@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import TypeAlias
 
+from ..auth.flow import OAuth
 from ..client.connection import TransportFactory
 from ..config import ServerConfig
 from ..driver.reconnect import Reconnect
 from ..protocol.errors import ConfigurationError
-from ..transports.targets import StdioTarget, Target, TcpTarget, UnixTarget
+from ..transports.targets import (
+    HttpTarget,
+    StdioTarget,
+    Target,
+    TcpTarget,
+    UnixTarget,
+    WebSocketTarget,
+)
 from ._server import ConnectionMaker, ManagedServer, ManagerEventCallback
 from .status import ServerStatus
 
@@ -29,6 +38,7 @@ def managed_server(
     make_connection: ConnectionMaker,
     on_event: ManagerEventCallback | None,
     on_status: Callable[[ServerStatus], None] | None,
+    auth: OAuth | None = None,
 ) -> ManagedServer:
     """The supervisor for one named server (disabled, failed for its config's
     ``problem``, or to be connected).
@@ -44,13 +54,17 @@ def managed_server(
             problem = ConfigurationError(
                 f"{spec.source}: {spec.problem or 'no target'}", server=name
             )
-    elif isinstance(spec, (StdioTarget, TcpTarget, UnixTarget, str)) or callable(spec):
+    elif isinstance(
+        spec, (StdioTarget, TcpTarget, UnixTarget, HttpTarget, WebSocketTarget, str)
+    ) or callable(spec):
         target = spec
     else:
         raise TypeError(
             f"server {name!r}: expected a ServerConfig, a target or a transport factory,"
             f" not {type(spec).__name__}"
         )
+    if auth is not None:
+        target = _with_auth(target, auth)
     return ManagedServer(
         name,
         target,
@@ -61,3 +75,15 @@ def managed_server(
         on_event=on_event,
         on_status=on_status,
     )
+
+
+def _with_auth(
+    target: Target | str | TransportFactory | None, auth: OAuth
+) -> Target | str | TransportFactory | None:
+    """The manager's ``auth`` for an HTTP server that has none of its own (one OAuth
+    serves many servers: it keeps what it learns per server URL)."""
+    if isinstance(target, str) and target.lower().startswith(("http://", "https://")):
+        return HttpTarget(target, auth=auth)
+    if isinstance(target, HttpTarget) and target.auth is None:
+        return dataclasses.replace(target, auth=auth)
+    return target

@@ -43,6 +43,8 @@ _MIN_SECRET_LEN: Final = 4
 # An env value under a name that does not look secret is masked only from this length on:
 # values like "true", "info" or "8080" are settings, not credentials.
 _MIN_PLAIN_ENV_LEN: Final = 8
+# Secrets learnt while connected (OAuth tokens, codes): the newest this many are kept.
+_MAX_LEARNT: Final = 64
 
 _SECRET_NAME: Final = re.compile(
     r"token|secret|passw(?:or)?d|pass(?:phrase)?\b|^pass|pwd|api[-_]?key|apikey|access[-_]?key"
@@ -121,7 +123,7 @@ class Redactor:
     no part of either shows.
     """
 
-    __slots__ = ("_pattern", "secrets")
+    __slots__ = ("_configured", "_learnt", "_pattern", "secrets")
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         found = {s for s in secrets if len(s) >= _MIN_SECRET_LEN}
@@ -132,6 +134,8 @@ class Redactor:
             if len(escaped := msgspec.json.encode(s).decode()[1:-1]) >= _MIN_SECRET_LEN
         }
         self.secrets: frozenset[str] = frozenset(found)
+        self._configured = self.secrets
+        self._learnt: tuple[str, ...] = ()
         self._pattern = (
             re.compile("|".join(re.escape(s) for s in sorted(self.secrets, key=len, reverse=True)))
             if self.secrets
@@ -174,6 +178,20 @@ class Redactor:
         for url in urls:
             secrets += _secrets_in_url(url)
         return cls(secrets)
+
+    def learn(self, secret: str) -> None:
+        """Mask ``secret`` from now on too: a credential obtained while connected (an
+        OAuth token, an authorization code, a DPoP proof) is learnt the moment it is
+        had, before any log line or trace could show it."""
+        if len(secret) < _MIN_SECRET_LEN or secret in self.secrets:
+            return
+        # Bounded: a server that issues token after token cannot grow the pattern (and
+        # the cost of every redaction) without end; the oldest learnt secret goes first,
+        # the configured ones never.
+        self._learnt = (*self._learnt, secret)[-_MAX_LEARNT:]
+        learnt = Redactor([*self._configured, *self._learnt])
+        self.secrets = learnt.secrets
+        self._pattern = learnt._pattern
 
     def redact(self, text: str) -> str:
         """``text`` with every known secret masked."""

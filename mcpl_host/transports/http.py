@@ -51,8 +51,15 @@ import msgspec
 import trio
 
 from .._log import PeerLogBudget, get_logger
+from ..auth.challenge import bearer_params, shown
+from ..auth.flow import Tries
 from ..protocol.discover import PROTOCOL_VERSION
-from ..protocol.errors import TransportError
+from ..protocol.errors import (
+    AuthorizationError,
+    AuthorizationRequired,
+    McplHostError,
+    TransportError,
+)
 from ..protocol.profiles import PROFILES
 from ..protocol.redact import Redactor
 from ..protocol.request_headers import VERSION_HEADER, ToolHeaders, request_headers
@@ -219,6 +226,21 @@ class HttpTransport:
         # (for Mcp-Param-*), and where requests whose response stream broke are reported.
         self._tool_headers: Callable[[object], ToolHeaders | None] = lambda _name: None
         self._broken: Callable[[list[Any]], None] | None = None
+        # The connection's: where requests failed by a typed error, not by an answer
+        # (authorization), are settled; and where HTTP exchanges are traced.
+        self._failed: Callable[[list[Any], McplHostError], None] | None = None
+        self.on_http: Callable[[str], None] | None = None
+        self._auth = (
+            target.auth.session(
+                target.url,
+                client=client,
+                redactor=redactor,
+                timeout=target.timeout,
+                on_http=self._trace_http,
+            )
+            if target.auth is not None
+            else None
+        )
 
     # -- lifetime ---------------------------------------------------------------------
 
@@ -273,6 +295,16 @@ class HttpTransport:
         """``report(ids)``: on the stateless revision a response stream that ends before
         its answers cannot be resumed; the connection re-issues or fails its requests."""
         self._broken = report
+
+    def on_failed_requests(self, report: Callable[[list[Any], McplHostError], None]) -> None:
+        """``report(ids, error)``: requests that failed on an HTTP-level refusal the
+        transport types (authorization), settled with that error: no JSON-RPC answer is
+        made up for them."""
+        self._failed = report
+
+    def _trace_http(self, text: str) -> None:
+        if self.on_http is not None:
+            self.on_http(text)
 
     def _message_headers(self, messages: list[_Peek]) -> dict[str, str]:
         """The headers of the stateless revision for a line of one message: its
@@ -335,16 +367,43 @@ class HttpTransport:
         read timeout would bound every quiet moment of a stream too); the response is
         closed on the way out, however the exchange ends, so no socket outlives it.
 
+        With ``auth``, each attempt carries its headers, and a 401 or 403 is the auth
+        session's to answer (the request is sent again once it has new tokens).
+
         Raises:
             trio.TooSlowError: no response headers within the timeout.
+            AuthorizationRequired: 401 and no way to authorize (or still refused).
+            AuthorizationError: the authorization flow failed.
         """
-        request = self._client.build_request(
-            method, self.target.url, headers=headers, content=content
-        )
-        if content is not None:
-            request.stream = OneChunk(content)  # not a generator: see http_body
-        with trio.fail_after(self.target.timeout):
-            response = await self._client.send(request, stream=True)
+        tries = Tries()
+        while True:
+            sent = await self._auth.headers(method, self.target.url) if self._auth else {}
+            request = self._client.build_request(
+                method, self.target.url, headers={**headers, **sent}, content=content
+            )
+            if content is not None:
+                request.stream = OneChunk(content)  # not a generator: see http_body
+            with trio.fail_after(self.target.timeout):
+                response = await self._client.send(request, stream=True)
+            if self._auth is not None:
+                self._auth.observe(self.target.url, response)
+            if response.status_code not in (401, 403):
+                break
+            self._trace_http(f"HTTP {method} {self.description} -> {response.status_code}")
+            if self._auth is None and response.status_code == 403:
+                break
+            params = bearer_params(response.headers.get_list("www-authenticate"))
+            if response.status_code == 403 and params.get("error") != "insufficient_scope":
+                break
+            await response.aclose()
+            if self._auth is None:
+                raise AuthorizationRequired(
+                    "the server requires authorization: give the target an auth "
+                    "(docs/auth.md) or run `mcpl-host auth login` for it",
+                    status=response.status_code,
+                    challenge=shown(params),
+                )
+            await self._auth.rejected(self.target.url, response, sent, tries)
         try:
             yield response
         finally:
@@ -431,6 +490,11 @@ class HttpTransport:
             # A slow answer fails the requests it carried, not the session.
             self._log.warning("HTTP request timed out", error=type(exc).__name__)
             await self._unanswered(waiting, f"no response within {self.target.timeout:g} s")
+        except (AuthorizationRequired, AuthorizationError) as exc:
+            # Not the session's end either: each request it carried fails with the
+            # typed error (a later request may find the server authorized).
+            self._log.info("HTTP request not authorized", error=type(exc).__name__)
+            await self._unanswered(waiting, exc.message, error=exc)
         except Exception as exc:  # httpx's errors, or a bug: never out of the transport
             self._log.warning(
                 "HTTP request failed", error=type(exc).__name__, detail=self._safe(str(exc))
@@ -537,11 +601,20 @@ class HttpTransport:
         await self._deliver(payload)
         return len(messages)
 
-    async def _unanswered(self, waiting: set[Any], why: str) -> None:
-        """Settle the requests a POST will never answer, rather than let them wait."""
+    async def _unanswered(
+        self, waiting: set[Any], why: str, error: McplHostError | None = None
+    ) -> None:
+        """Settle the requests a POST will never answer, rather than let them wait: with
+        ``error`` through the connection when there is one (nothing made up on the
+        wire), else with a -32603 answer naming ``why``."""
+        if error is not None and self._failed is not None:
+            ids = sorted(waiting, key=repr)
+            waiting.clear()
+            self._failed(ids, error)
+            return
         for request_id in sorted(waiting, key=repr):
-            error = {"code": -32603, "message": f"no answer over HTTP: {why}"}
-            answer = {"jsonrpc": "2.0", "id": request_id, "error": error}
+            member = {"code": -32603, "message": f"no answer over HTTP: {why}"}
+            answer = {"jsonrpc": "2.0", "id": request_id, "error": member}
             await self._deliver(msgspec.json.encode(answer))
         waiting.clear()
 

@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Final
 from urllib.parse import urlsplit
 
+from ..auth.flow import OAuth
 from ..protocol.errors import ConfigurationError
 from ..protocol.redact import Redactor, log_value
 
@@ -35,7 +36,9 @@ class HttpTarget:
     are secrets: never logged, masked wherever they could show. ``timeout`` bounds
     connecting and the wait for an answer's headers (a stream, once open, may stay
     quiet as long as the server likes; docs/http.md, "Bounds"); ``ssl_context``
-    replaces the default TLS verification for ``https://``.
+    replaces the default TLS verification for ``https://``. ``auth`` runs MCP
+    authorization for the server (an :class:`~mcpl_host.auth.OAuth`; docs/auth.md): its
+    tokens go in ``Authorization`` on every request, and a 401 or 403 is its to answer.
 
     Raises:
         ConfigurationError: a URL that is not http/https, has no host, has user info
@@ -48,6 +51,7 @@ class HttpTarget:
     headers: Mapping[str, str] = field(default_factory=_no_headers, hash=False)
     timeout: float = 30.0
     ssl_context: ssl.SSLContext | None = field(default=None, compare=False, hash=False)
+    auth: OAuth | None = field(default=None, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.url, str):
@@ -96,6 +100,8 @@ class HttpTarget:
             raise ConfigurationError("an HTTP timeout must be a positive number")
         if self.ssl_context is not None and not isinstance(self.ssl_context, ssl.SSLContext):
             raise ConfigurationError("an HTTP ssl_context must be an ssl.SSLContext")
+        if self.auth is not None and not isinstance(self.auth, OAuth):
+            raise ConfigurationError("an HTTP target's auth must be an mcpl_host.auth.OAuth")
 
     def __repr__(self) -> str:
         return f"HttpTarget({describe_http(self)!r}, headers={sorted(self.headers)!r})"
@@ -111,4 +117,5 @@ def http_redactor(target: HttpTarget, extra_secrets: tuple[str, ...] | list[str]
     found = Redactor.from_config(headers=target.headers, urls=[target.url])
     values = [v for v in target.headers.values() if v]
     bearer = [v.partition(" ")[2] for v in values if " " in v]  # "Bearer TOKEN": TOKEN too
-    return Redactor([*found.secrets, *values, *bearer, *extra_secrets])
+    configured = target.auth.secrets() if target.auth is not None else []
+    return Redactor([*found.secrets, *values, *bearer, *configured, *extra_secrets])

@@ -1,0 +1,1 @@
+"""mcpl_host.auth: the token stores and the loopback redirect."""
