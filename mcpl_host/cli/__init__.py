@@ -1,16 +1,19 @@
 """``mcpl-host``: connect to MCP servers and show what they offer, or make one request.
 
-``mcpl-host connect [options] TARGET`` and ``mcpl-host call [options] --tool NAME
---args JSON TARGET`` (docs/cli.md). This package is the only place in mcpl_host that
-configures logging; its modules each do one thing: :mod:`.args` (the command line),
-:mod:`.targets` (which servers), :mod:`.run` (connecting and the report),
-:mod:`.failure` (error kinds, exit status), :mod:`.output` (``--json``),
-:mod:`.render` (the readable report), :mod:`.trace` (``--trace``), :mod:`.logs`.
+``mcpl-host connect [options] TARGET``, ``mcpl-host call [options] --tool NAME
+--args JSON TARGET`` and ``mcpl-host auth login|status|logout [TARGET]`` (docs/cli.md).
+This package is the only place in mcpl_host that configures logging; its modules each
+do one thing: :mod:`.args` (the command line), :mod:`.targets` (which servers),
+:mod:`.run` (connecting and the report), :mod:`.credentials` (the OAuth an HTTP server
+gets), :mod:`.auth` (``auth`` and the login on a terminal), :mod:`.failure` (error
+kinds, exit status), :mod:`.output` (``--json``), :mod:`.render` (the readable report),
+:mod:`.trace` (``--trace``), :mod:`.logs`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import time
@@ -20,12 +23,16 @@ from typing import Any, TextIO
 
 import trio
 
+from ..auth import FileTokenStore, MemoryTokenStore
 from ..protocol.errors import ConfigurationError
 from ..protocol.profiles import validate_allowlist
 from ..protocol.redact import Redactor
-from . import logs
-from .args import Options, UsageError, parse, secret_values, wants_json
+from ..transports.targets import HttpTarget
+from . import auth, logs
+from .args import AuthOptions, Options, UsageError, parse, secret_values, wants_json
+from .credentials import connect_oauth, user_store
 from .failure import (
+    AUTH_REQUIRED,
     CONFIG_ERROR,
     EXIT_FAILED,
     EXIT_USAGE,
@@ -36,7 +43,7 @@ from .failure import (
 from .output import write_json
 from .render import Style, render_call, render_connect, render_many, terminal_width
 from .run import Settings, run_server
-from .targets import Plan, resolve
+from .targets import Plan, Planned, resolve
 
 __all__ = ["main"]
 
@@ -45,7 +52,8 @@ _INTERRUPTED = 130  # the shell's convention for a command ended by SIGINT
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``); return the exit status:
-    0 success, 1 the server or transport failed, 2 bad usage or configuration.
+    0 success, 1 the server or transport failed, 2 bad usage or configuration, 4
+    authorization required (a person must log in), 5 the authorization flow failed.
 
     Writes the report on stdout, logs and ``--trace`` on stderr. Raises nothing but
     ``SystemExit`` for ``--help``.
@@ -66,23 +74,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         return EXIT_USAGE
     logs.configure(options.verbosity, mask)
+    if isinstance(options, AuthOptions):
+        return _auth(options, mask)
+    store = user_store()
     try:
         if options.versions is not None:
             validate_allowlist(options.versions)
-        plan = resolve(options)
+        plan = resolve(options, store)
     except ConfigurationError as exc:
         report = {"ok": False, "target": None, "error": describe_failure(exc, mask.redactor)}
         return _emit(report, mask.redactor, json=options.json)
     mask.redactor = Redactor([*mask.redactor.secrets, *plan.redactor.secrets])
+    redactors: list[Redactor] = []
     try:
-        report = trio.run(_run, options, plan)
+        report = trio.run(_run, options, plan, _Run(store, mask, redactors))
     except KeyboardInterrupt:
         sys.stderr.write("mcpl-host: interrupted\n")
         return _INTERRUPTED
+    # What the connections learnt while connected (tokens) is masked in the report too.
+    learnt = [secret for redactor in redactors for secret in redactor.secrets]
+    mask.redactor = Redactor([*mask.redactor.secrets, *learnt])
     return _emit(report, mask.redactor, json=options.json, options=options)
 
 
-async def _run(options: Options, plan: Plan) -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Run:
+    """What a run shares besides its options and plan."""
+
+    store: FileTokenStore | MemoryTokenStore
+    mask: logs.LogMask
+    redactors: list[Redactor]
+
+
+async def _run(options: Options, plan: Plan, shared: _Run) -> dict[str, Any]:
     settings = Settings(
         versions=options.versions,
         timeout=options.timeout,
@@ -90,11 +114,15 @@ async def _run(options: Options, plan: Plan) -> dict[str, Any]:
         trace=sys.stderr if options.trace else None,
         label_traces=len(plan.servers) > 1 or plan.from_config,
         on_progress=None if options.json else partial(_print_progress, sys.stderr),
+        redactors=shared.redactors,
     )
     if not options.all_servers:
-        report = await run_server(plan.servers[0], settings, options.call)
+        planned = plan.servers[0]
+        report = await run_server(planned, settings, options.call)
+        if _needs_login(report, planned) and auth.interactive():
+            report = await _login_and_retry(planned, settings, options.call, shared)
         if plan.from_config:
-            report = {"ok": report["ok"], "server": plan.servers[0].name, **report}
+            report = {"ok": report["ok"], "server": planned.name, **report}
         return report
     reports: dict[str, dict[str, Any]] = {}
 
@@ -112,6 +140,70 @@ async def _run(options: Options, plan: Plan) -> dict[str, Any]:
     return summary
 
 
+def _needs_login(report: dict[str, Any], planned: Planned) -> bool:
+    """A 401 the server's OAuth could not answer without a person. (A 403 after the
+    step-ups is not: logging in again asks for the same scope.)"""
+    error = report.get("error")
+    return (
+        planned.login is not None
+        and isinstance(error, dict)
+        and error.get("kind") == AUTH_REQUIRED
+        and error.get("status") == 401
+    )
+
+
+async def _login_and_retry(
+    planned: Planned, settings: Settings, call: Any, shared: _Run
+) -> dict[str, Any]:
+    """On a terminal: log in as ``auth login`` does, then connect once more."""
+    target = planned.target
+    assert isinstance(target, HttpTarget)
+    with contextlib.suppress(OSError):
+        sys.stderr.write(f"mcpl-host: {planned.label} needs authorization: logging in\n")
+        sys.stderr.flush()
+    found = auth.AuthTarget(target.url, planned.label, planned.auth, planned.secrets)
+    login = auth.LoginSettings(trace=settings.trace, started=settings.started)
+    outcome = await auth.login(found, shared.store, login, shared.mask.redactor)
+    if not outcome["ok"]:
+        return {"ok": False, "target": planned.label, "error": outcome["error"]}
+    # A new OAuth: the first one remembers the client it found before the login.
+    fresh = dataclasses.replace(target, auth=connect_oauth(planned.auth, shared.store))
+    return await run_server(dataclasses.replace(planned, target=fresh), settings, call)
+
+
+def _auth(options: AuthOptions, mask: logs.LogMask) -> int:
+    """``mcpl-host auth login|status|logout``."""
+    try:
+        target = auth.auth_target(options)
+        if target is not None:
+            mask.redactor = Redactor([*mask.redactor.secrets, *target.secrets])
+        store = FileTokenStore()
+        if options.action == "login":
+            assert target is not None  # the parser requires one
+            settings = auth.LoginSettings(
+                timeout=options.timeout,
+                open_browser=options.open_browser,
+                port=options.port,
+                force=options.force,
+                trace=sys.stderr if options.trace else None,
+                started=time.perf_counter(),
+            )
+            report = trio.run(auth.login, target, store, settings, mask.redactor)
+        elif options.action == "status":
+            report = auth.status(target, store)
+        else:
+            report = auth.logout(target, store)
+    except ConfigurationError as exc:
+        report = {"ok": False, "target": None, "error": describe_failure(exc, mask.redactor)}
+    except OSError as exc:  # the token file could not be written
+        message = f"cannot change the token file: {exc.strerror or type(exc).__name__}"
+        report = {"ok": False, "target": None, "error": error_object(CONFIG_ERROR, message)}
+    except KeyboardInterrupt:
+        sys.stderr.write("mcpl-host: interrupted\n")
+        return _INTERRUPTED
+    return _emit(report, mask.redactor, json=options.json, options=options)
+
+
 def _print_progress(
     stream: TextIO, redactor: Redactor, done: float, total: float | None, message: str | None
 ) -> None:
@@ -124,7 +216,11 @@ def _print_progress(
 
 
 def _emit(
-    report: dict[str, Any], redactor: Redactor, *, json: bool, options: Options | None = None
+    report: dict[str, Any],
+    redactor: Redactor,
+    *,
+    json: bool,
+    options: Options | AuthOptions | None = None,
 ) -> int:
     """Write the report on stdout; return the exit status it means (1 when stdout was
     closed before the report was whole, as by ``| head``)."""
@@ -138,13 +234,19 @@ def _emit(
 
 
 def _write_report(
-    report: dict[str, Any], redactor: Redactor, *, json: bool, options: Options | None
+    report: dict[str, Any],
+    redactor: Redactor,
+    *,
+    json: bool,
+    options: Options | AuthOptions | None,
 ) -> None:
     if json:
         write_json(report, redactor, sys.stdout)
     else:
         style, width = Style.for_stream(sys.stdout), terminal_width()
-        if "servers" in report:
+        if isinstance(options, AuthOptions):
+            text = auth.render_auth(report, options.action, redactor, style)
+        elif "servers" in report:
             text = render_many(report, redactor, style, width)
         elif options is not None and options.call is not None:
             text = render_call(report, options.call.method, redactor, style, width)

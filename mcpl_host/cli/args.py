@@ -18,6 +18,8 @@ import msgspec
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "LOGIN_TIMEOUT",
+    "AuthOptions",
     "Call",
     "Options",
     "UsageError",
@@ -27,6 +29,9 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT: Final = 30.0
+# How long a login waits for the person in the browser: reading a consent page, maybe
+# signing in first, takes minutes, not the seconds a server gets.
+LOGIN_TIMEOUT: Final = 300.0
 _STDIO_MARK: Final = "--"
 _AUTHORIZATION: Final = "authorization"
 # RFC 9110 token characters: what a header name may be made of.
@@ -75,6 +80,25 @@ class Options:
     all_servers: bool = False
     demo: bool = False
     call: Call | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AuthOptions:
+    """A parsed ``mcpl-host auth login|status|logout`` command line. The target (a URL,
+    or a config file's server) is optional for status and logout: all entries."""
+
+    action: str  # "login", "status" or "logout"
+    json: bool = False
+    trace: bool = False
+    verbosity: int = 0
+    url: str | None = None
+    config: str | None = None
+    server: str | None = None
+    timeout: float = LOGIN_TIMEOUT
+    open_browser: bool = True
+    port: int = 0
+    force: bool = False
+    command: str = "auth"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -127,6 +151,12 @@ def _timeout(text: str) -> float:
     if not 0 < seconds < float("inf"):
         raise argparse.ArgumentTypeError("the timeout must be a positive number of seconds")
     return seconds
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port number (0..65535): {text!r}")
+    return int(text)
 
 
 def _versions(text: str) -> tuple[str, ...]:
@@ -230,7 +260,8 @@ def _build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
         allow_abbrev=False,
         description="Connect to an MCP server and show what it offers, or make one request.",
         epilog="Exit status: 0 success, 1 the server or transport failed, 2 bad usage or "
-        "configuration. See docs/cli.md.",
+        "configuration, 4 authorization required (run: mcpl-host auth login TARGET), "
+        "5 the authorization flow failed. See docs/cli.md.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     connect = commands.add_parser(
@@ -254,10 +285,94 @@ def _build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
     what.add_argument(
         "--args", metavar="JSON", help="the tool's or prompt's arguments, a JSON object"
     )
-    return parser, {"connect": connect, "call": call}
+    auth = commands.add_parser(
+        "auth",
+        help="log in to an HTTP server that needs OAuth, see or forget stored tokens",
+        description="OAuth for HTTP servers: tokens are kept in the user's token file "
+        "($MCPL_HOST_AUTH_FILE, else $XDG_STATE_HOME/mcpl-host/auth.json, else "
+        "~/.local/state/mcpl-host/auth.json).",
+        allow_abbrev=False,
+    )
+    actions = auth.add_subparsers(dest="action", required=True, metavar="ACTION")
+    login = actions.add_parser(
+        "login",
+        help="authorize in a browser and store the tokens",
+        description="Run the OAuth authorization code flow for the server: a browser "
+        "opens on the authorization server (the URL is printed too, for when none can), "
+        "the redirect comes back to a listener on 127.0.0.1, and the tokens are stored.",
+        allow_abbrev=False,
+    )
+    _add_auth_common(login, required=True)
+    login.add_argument(
+        "--trace", action="store_true", help="show each HTTP exchange of the flow on stderr"
+    )
+    login.add_argument(
+        "--timeout",
+        type=_timeout,
+        default=LOGIN_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long to wait for the browser's redirect (default {LOGIN_TIMEOUT:g})",
+    )
+    login.add_argument(
+        "--no-browser",
+        dest="open_browser",
+        action="store_false",
+        help="only print the URL to open (for another machine's browser)",
+    )
+    login.add_argument(
+        "--port",
+        type=_port,
+        default=0,
+        metavar="PORT",
+        help="the loopback port of the redirect URI (default: the one registered "
+        "before, else any free one)",
+    )
+    login.add_argument(
+        "--force",
+        action="store_true",
+        help="log in again even when the stored tokens are still good",
+    )
+    status = actions.add_parser(
+        "status",
+        help="list stored logins (never the tokens)",
+        description="List the stored tokens' issuer, client id, resource, expiry and scope; "
+        "with a TARGET, only those for that server.",
+        allow_abbrev=False,
+    )
+    _add_auth_common(status, required=False)
+    logout = actions.add_parser(
+        "logout",
+        help="forget stored tokens",
+        description="Forget the stored tokens for the server, or every stored token and "
+        "client registration without a TARGET. Nothing is revoked at the authorization "
+        "server.",
+        allow_abbrev=False,
+    )
+    _add_auth_common(logout, required=False)
+    return parser, {
+        "connect": connect,
+        "call": call,
+        "auth": auth,
+        "auth login": login,
+        "auth status": status,
+        "auth logout": logout,
+    }
 
 
-def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Options:
+def _add_auth_common(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    parser.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="log more on stderr (-v, -vv)"
+    )
+    where = parser.add_argument_group(
+        "target (one of)" if required else "target (optional: all stored entries without)"
+    )
+    where.add_argument("url", nargs="?", metavar="URL", help="the server's http(s):// URL")
+    where.add_argument("--config", metavar="FILE", help="an mcpServers JSON file (with --server)")
+    where.add_argument("--server", metavar="NAME", help="the server of --config")
+
+
+def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Options | AuthOptions:
     """Parse a command line (without the program name). ``environ`` (default:
     ``os.environ``) is where ``--bearer-env`` finds its variable.
 
@@ -271,6 +386,8 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Opti
         args, stdio = args[:cut], tuple(args[cut + 1 :])
     parser, commands = _build()
     ns, unknown = parser.parse_known_args(args)
+    if ns.command == "auth":
+        return _auth_options(commands[f"auth {ns.action}"], ns, unknown, stdio)
     sub = commands[ns.command]
     if unknown:
         sub.error(f"unrecognized arguments: {' '.join(unknown)}")
@@ -317,6 +434,39 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Opti
         all_servers=ns.all_servers,
         demo=ns.demo,
         call=call,
+    )
+
+
+def _auth_options(
+    sub: argparse.ArgumentParser,
+    ns: argparse.Namespace,
+    unknown: list[str],
+    stdio: tuple[str, ...] | None,
+) -> AuthOptions:
+    if unknown:
+        sub.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if stdio is not None:
+        sub.error("auth is for http(s):// servers: no -- CMD")
+    if ns.url is not None and ns.config is not None:
+        sub.error("give one target, not URL and --config")
+    if (ns.config is None) != (ns.server is None):
+        sub.error("--config and --server NAME go together")
+    if ns.action == "login" and ns.url is None and ns.config is None:
+        sub.error("no target given: URL, or --config FILE --server NAME")
+    if ns.url is not None and not _is_http(ns.url):
+        sub.error("the URL must be http:// or https://")
+    return AuthOptions(
+        action=ns.action,
+        json=ns.json,
+        trace=getattr(ns, "trace", False),
+        verbosity=ns.verbose,
+        url=ns.url,
+        config=ns.config,
+        server=ns.server,
+        timeout=getattr(ns, "timeout", LOGIN_TIMEOUT),
+        open_browser=getattr(ns, "open_browser", True),
+        port=getattr(ns, "port", 0),
+        force=getattr(ns, "force", False),
     )
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from ..protocol.errors import (
+    AuthorizationError,
+    AuthorizationRequired,
     ConfigurationError,
     InitializeError,
     LimitExceeded,
@@ -24,7 +26,11 @@ from ..protocol.errors import (
 from ..protocol.redact import Redactor
 
 __all__ = [
+    "AUTH_FAILED",
+    "AUTH_REQUIRED",
     "CONFIG_ERROR",
+    "EXIT_AUTH_FAILED",
+    "EXIT_AUTH_REQUIRED",
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_USAGE",
@@ -38,11 +44,19 @@ __all__ = [
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1  # the server or the transport failed
 EXIT_USAGE: Final = 2  # bad usage or configuration
+# 3 is left free: Python itself exits 1 on an uncaught exception and 2 on its own usage
+# errors, and a shell's "command not found" family starts at 126.
+EXIT_AUTH_REQUIRED: Final = 4  # a person must log in (mcpl-host auth login), then retry
+EXIT_AUTH_FAILED: Final = 5  # the authorization server refused or broke a rule
 
 CONFIG_ERROR: Final = "config-error"
 TIMEOUT: Final = "timeout"
+AUTH_REQUIRED: Final = "auth-required"
+AUTH_FAILED: Final = "auth-failed"
 # Most specific first: the first match names the kind.
 KINDS: Final[tuple[tuple[type[McplHostError], str], ...]] = (
+    (AuthorizationRequired, AUTH_REQUIRED),
+    (AuthorizationError, AUTH_FAILED),
     (SpawnError, "spawn-failed"),
     (TransportError, "transport-closed"),  # ConnectionClosed included
     (InitializeError, "initialize-error"),
@@ -100,11 +114,24 @@ def describe_failure(exc: McplHostError, redactor: Redactor) -> dict[str, Any]:
         return error_object(kind, message, reason=exc.reason)
     if isinstance(exc, LimitExceeded):
         return error_object(kind, message, limit=exc.limit, value=exc.value)
+    if isinstance(exc, AuthorizationRequired):
+        # The challenge is the server's text: already escaped and cut, but it may echo
+        # what the host sent (a token), so it is redacted like any peer text.
+        challenge = {
+            redactor.log_value(name, 64): redactor.log_value(value)
+            for name, value in list(exc.challenge.items())[:16]
+        }
+        return error_object(kind, message, status=exc.status, challenge=challenge)
+    if isinstance(exc, AuthorizationError):
+        error = None if exc.error is None else redactor.log_value(exc.error, 64)
+        return error_object(kind, message, step=exc.step, rule=exc.rule, oauth_error=error)
     return error_object(kind, message)
 
 
 def exit_status(report: dict[str, Any]) -> int:
-    """0 for a report that is ok, 2 for a configuration error, 1 for any other failure.
+    """0 for a report that is ok, 2 for a configuration error, 4 when authorization is
+    required (a person must log in), 5 when the authorization flow failed, 1 for any
+    other failure.
 
     A report of several servers (``--all``) is 1 when any of them failed, whatever the
     kind: one entry the host cannot use is that server's failure, not bad usage.
@@ -115,6 +142,12 @@ def exit_status(report: dict[str, Any]) -> int:
     if isinstance(report.get("servers"), dict):
         return EXIT_FAILED
     error = report.get("error")
-    if isinstance(error, dict) and error.get("kind") == CONFIG_ERROR:
-        return EXIT_USAGE
-    return EXIT_FAILED
+    kind = error.get("kind") if isinstance(error, dict) else None
+    return _EXIT_BY_KIND.get(kind, EXIT_FAILED) if isinstance(kind, str) else EXIT_FAILED
+
+
+_EXIT_BY_KIND: Final = {
+    CONFIG_ERROR: EXIT_USAGE,
+    AUTH_REQUIRED: EXIT_AUTH_REQUIRED,
+    AUTH_FAILED: EXIT_AUTH_FAILED,
+}

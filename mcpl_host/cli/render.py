@@ -182,6 +182,19 @@ def _failure(w: _Writer, report: dict[str, Any]) -> None:
     w.field("message", w.safe(error.get("message", "")))
     if error.get("data") is not None:
         w.field("data", w.safe(error["data"]))
+    # auth-failed: where the flow stopped and the rule the authorization server broke.
+    for key in ("step", "rule", "oauth_error"):
+        if error.get(key) is not None:
+            w.field(key.replace("_", " "), w.safe(error[key], 200))
+    challenge = _object(error.get("challenge"))
+    if challenge:
+        w.field("challenge", w.safe(", ".join(f"{k}={text_of(v)}" for k, v in challenge.items())))
+    if error.get("detail"):
+        w.field("detail", w.safe(error["detail"]))
+    if error.get("login"):
+        # One line, never wrapped: it is there to be copied whole.
+        login = w.safe(error["login"], 1024)
+        w.lines.append(w.style.bold(f"{'to log in':<13} ") + login)
     for line in _items(report.get("stderr")):
         w.field("server stderr", w.safe(line))
 

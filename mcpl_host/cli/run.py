@@ -22,10 +22,15 @@ from .. import __version__
 from ..client.connection import Connection
 from ..client.pagination import list_raw
 from ..events import Event, StderrLine
-from ..protocol.errors import METHOD_NOT_FOUND, McplHostError, RequestError
+from ..protocol.errors import (
+    METHOD_NOT_FOUND,
+    AuthorizationRequired,
+    McplHostError,
+    RequestError,
+)
 from ..protocol.profiles import era_of
 from ..protocol.redact import Redactor
-from ..transports.targets import StdioTarget
+from ..transports.targets import HttpTarget, StdioTarget
 from .args import Call
 from .failure import CONFIG_ERROR, describe_failure, error_object
 from .targets import Planned
@@ -50,7 +55,9 @@ ProgressPrinter = Callable[[Redactor, float, float | None, str | None], None]
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """What every server's run shares: the command line's connection options."""
+    """What every server's run shares: the command line's connection options.
+    ``redactors`` collects each connection's redactor, for the report: a connection's
+    redactor also learns the secrets it obtains while connected (OAuth tokens)."""
 
     versions: tuple[str, ...] | None
     timeout: float
@@ -58,6 +65,7 @@ class Settings:
     trace: TextIO | None = None
     label_traces: bool = False
     on_progress: ProgressPrinter | None = None
+    redactors: list[Redactor] | None = None
 
 
 async def run_server(planned: Planned, settings: Settings, call: Call | None) -> dict[str, Any]:
@@ -107,6 +115,8 @@ class _ServerRun:
         except McplHostError as exc:  # a bad allowlist or target: nothing was started
             return _failed(planned, describe_failure(exc, Redactor(planned.secrets)))
         self.watch.redactor = conn.redactor
+        if settings.redactors is not None:
+            settings.redactors.append(conn.redactor)
         error: dict[str, Any] | None = None
         async with trio.open_nursery() as nursery:
             try:
@@ -114,13 +124,13 @@ class _ServerRun:
                 # initialize_timeout.
                 await nursery.start(conn.run)
             except McplHostError as exc:
-                error = describe_failure(exc, conn.redactor)
+                error = self._describe(exc, conn.redactor)
             else:
                 try:
                     # Made while still connected: the connection closes after the report.
                     return await self._connected(conn, call, begun)
                 except McplHostError as exc:
-                    error = describe_failure(exc, conn.redactor)
+                    error = self._describe(exc, conn.redactor)
                     if self.method is not None:
                         error.setdefault("method", self.method)
                 finally:
@@ -130,6 +140,25 @@ class _ServerRun:
         if isinstance(planned.target, StdioTarget):
             report["stderr"] = [conn.redactor.log_value(line) for line in self.stderr_tail]
         return report
+
+    def _describe(self, exc: McplHostError, redactor: Redactor) -> dict[str, Any]:
+        error = describe_failure(exc, redactor)
+        if isinstance(exc, AuthorizationRequired):
+            target = self.planned.target
+            if self.planned.login is not None:
+                # The library's words speak to embedders (an authorize hook): say what a
+                # person runs, and keep them as the detail.
+                error["detail"] = error["message"]
+                error["message"] = (
+                    f"not authorized (HTTP {exc.status}): log in with "
+                    f"`{self.planned.login}`, then run this command again"
+                )
+                error["login"] = self.planned.login
+            elif isinstance(target, HttpTarget) and any(
+                name.lower() == "authorization" for name in target.headers
+            ):
+                error["message"] = f"the server refused the Authorization given (HTTP {exc.status})"
+        return error
 
     async def _connected(self, conn: Connection, call: Call | None, begun: float) -> dict[str, Any]:
         self.known = _server_facts(conn)

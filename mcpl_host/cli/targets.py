@@ -6,10 +6,12 @@ here, before anything is spawned, as a :class:`~mcpl_host.ConfigurationError` (e
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..auth import TokenStore
 from ..config import AuthSpec, ServerConfig, load_config
 from ..protocol.errors import ConfigurationError
 from ..protocol.redact import Redactor
@@ -22,6 +24,8 @@ from ..transports.targets import (
     redactor_for,
 )
 from .args import Options
+from .auth import login_command
+from .credentials import connect_oauth, uses_oauth
 
 __all__ = ["DEMO_NAME", "Plan", "Planned", "resolve"]
 
@@ -40,7 +44,9 @@ class Planned:
     configured client secret). ``problem`` is set, and ``target`` None, for a
     configured server the host cannot reach (an environment variable it names is not
     set): it is reported as a configuration error without connecting. ``auth`` is the
-    config entry's ``auth`` (None without one, and for a command-line target).
+    config entry's ``auth`` (None without one, and for a command-line target);
+    ``login`` the command line that logs in to the server, for one whose target has an
+    OAuth.
     """
 
     name: str
@@ -49,6 +55,7 @@ class Planned:
     secrets: tuple[str, ...] = field(default=(), repr=False)
     problem: str | None = None
     auth: AuthSpec | None = None
+    login: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +68,7 @@ class Plan:
     from_config: bool
 
 
-def resolve(options: Options) -> Plan:
+def resolve(options: Options, store: TokenStore | None = None) -> Plan:
     """The servers ``options`` name.
 
     Raises :class:`~mcpl_host.ConfigurationError`: a TARGET that is not one, a stdio
@@ -70,17 +77,20 @@ def resolve(options: Options) -> Plan:
     a ``--server`` the file does not have, the chosen server unusable (an environment
     variable it names is not set), or ``--all`` over a file with no servers. No message
     shows a header value.
+
+    With a ``store``, an HTTP server that authorizes no other way gets an OAuth over it
+    that never asks a person (stored and refreshable tokens only).
     """
     if options.config is not None:
-        return _from_config(options, options.config)
+        return _from_config(options, options.config, store)
     if options.demo:
         target: Target = StdioTarget.of(
             [sys.executable, "-m", "mcpl_host.demo"], cwd=_PACKAGE_ROOT, env=options.env
         )
-        return _single(DEMO_NAME, target)
+        return _single(_planned(DEMO_NAME, target))
     if options.stdio is not None:
         target = StdioTarget.of(options.stdio, env=options.env)
-        return _single(describe(target), target)
+        return _single(_planned(describe(target), target))
     assert options.url is not None
     try:
         target = parse_target(options.url)
@@ -90,16 +100,22 @@ def resolve(options: Options) -> Plan:
         # Our own texts name a header, never its value; the redactor is for the URL.
         shown = Redactor([*options.headers.values()]).redact(exc.message)
         raise ConfigurationError(f"{shown} (a stdio server is given as -- CMD [ARGS...])") from None
-    return _single(describe(target), target)
+    label = describe(target)
+    return _single(_planned(label, target, store=store, login=login_command(label)))
 
 
-def _single(name: str, target: Target) -> Plan:
-    planned = _planned(name, target)
+def _single(planned: Planned) -> Plan:
     return Plan([planned], {}, _union([planned]), from_config=False)
 
 
 def _planned(
-    name: str, target: Target, secrets: tuple[str, ...] = (), auth: AuthSpec | None = None
+    name: str,
+    target: Target,
+    secrets: tuple[str, ...] = (),
+    auth: AuthSpec | None = None,
+    *,
+    store: TokenStore | None = None,
+    login: str | None = None,
 ) -> Planned:
     # The redactor built from a target masks only secret-looking or long env values and
     # authorization-like headers; the command line promises that no --env, --header or
@@ -108,10 +124,14 @@ def _planned(
         secrets = (*secrets, *target.env.values())
     elif isinstance(target, HttpTarget):
         secrets = (*secrets, *target.headers.values())
-    return Planned(name, describe(target), target, secrets, auth=auth)
+        if store is not None and target.auth is None and uses_oauth(auth, target.headers):
+            target = dataclasses.replace(target, auth=connect_oauth(auth, store))
+    if not isinstance(target, HttpTarget) or target.auth is None:
+        login = None
+    return Planned(name, describe(target), target, secrets, auth=auth, login=login)
 
 
-def _from_config(options: Options, file: str) -> Plan:
+def _from_config(options: Options, file: str, store: TokenStore | None) -> Plan:
     servers = load_config(file)
     chosen: dict[str, ServerConfig]
     skipped: dict[str, str] = {}
@@ -134,11 +154,20 @@ def _from_config(options: Options, file: str) -> Plan:
                 skipped[name] = "disabled"
             else:
                 chosen[name] = config
-    planned = [_configured(name, config, options.env) for name, config in chosen.items()]
+    planned = [
+        _configured(name, config, options.env, store, login_command(config=file, server=name))
+        for name, config in chosen.items()
+    ]
     return Plan(planned, skipped, _union(planned), from_config=True)
 
 
-def _configured(name: str, config: ServerConfig, extra_env: dict[str, str]) -> Planned:
+def _configured(
+    name: str,
+    config: ServerConfig,
+    extra_env: dict[str, str],
+    store: TokenStore | None,
+    login: str,
+) -> Planned:
     target = config.target
     if target is None:
         return Planned(
@@ -157,7 +186,7 @@ def _configured(name: str, config: ServerConfig, extra_env: dict[str, str]) -> P
             env={**target.env, **extra_env},
             inherit_env=target.inherit_env,
         )
-    return _planned(name, target, config.secrets, config.auth)
+    return _planned(name, target, config.secrets, config.auth, store=store, login=login)
 
 
 def _union(servers: list[Planned]) -> Redactor:

@@ -168,3 +168,58 @@ def closed_port_url() -> str:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     return f"http://127.0.0.1:{port}/mcp"
+
+
+ASSERVER = Path(__file__).resolve().parents[1] / "auth" / "asserver.py"
+# A cold start of the authorization server (uvicorn, the SDK) takes about a second.
+ASSERVER_READY = 30.0
+
+FAKE_BROWSER = """\
+import sys, urllib.request
+# What a browser and a consenting person do: open the authorization URL and follow the
+# authorization server's redirect (it approves at once) to the command's loopback listener.
+with urllib.request.urlopen(sys.argv[1], timeout=30) as answer:
+    answer.read()
+"""
+
+
+@contextlib.contextmanager
+def authorization_server(*flags: str) -> Iterator[str]:
+    """tests/auth/asserver.py (a real OAuth authorization server, auto-approving, and
+    the MCP server it protects) on a free port; yields the MCP server's URL. Stopped
+    (SIGTERM, then SIGKILL) and reaped when the block ends."""
+    process = subprocess.Popen(
+        [sys.executable, str(ASSERVER), "--port", "0", *flags],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        ready: list[str] = []
+        reader = threading.Thread(
+            target=lambda: ready.append(process.stdout.readline() if process.stdout else ""),
+            daemon=True,
+        )
+        reader.start()
+        reader.join(ASSERVER_READY)
+        line = ready[0] if ready else ""
+        assert line.startswith("READY "), f"asserver.py said {line!r}"
+        yield line.removeprefix("READY ").strip()
+    finally:
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def browser_env(tmp_path: Path) -> dict[str, str]:
+    """The environment under which ``webbrowser`` "opens" a URL with :data:`FAKE_BROWSER`."""
+    script = tmp_path / "fake_browser.py"
+    script.write_text(FAKE_BROWSER)
+    return {"BROWSER": f"{sys.executable} {script} %s"}

@@ -1,0 +1,219 @@
+"""The OAuth the command gives an HTTP server, and the token store behind it.
+
+Every HTTP server gets an :class:`~mcpl_host.auth.OAuth` over the user's token file
+unless it authorizes some other way (a ``--bearer`` or ``Authorization`` header, a
+config ``auth`` of ``bearer`` or ``none``). ``connect`` and ``call`` use it without a
+person (stored or refreshable tokens only); ``auth login`` runs it with a browser.
+
+A login listens for its redirect on a loopback port chosen then, and the client it
+registers names that URI; a later ``connect`` has no listener, so no port.
+:class:`AnyLoopbackPort` lets the ``connect`` find the client the login registered (and
+so its tokens): loopback redirect URIs that differ only in the port are one URI for a
+native client (RFC 8252 section 7.3), and a ``connect`` never sends one anyway.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Final
+from urllib.parse import urlsplit
+
+from ..auth import (
+    DEFAULT_REDIRECT_URI,
+    ClientInfo,
+    FileTokenStore,
+    MemoryTokenStore,
+    OAuth,
+    StoredEntry,
+    TokenSet,
+    TokenStore,
+)
+from ..auth.grants import Authorize
+from ..auth.metadata import resource_matches
+from ..config import AuthSpec
+from ..protocol.errors import ConfigurationError
+
+__all__ = [
+    "CALLBACK_PATH",
+    "AnyLoopbackPort",
+    "Recording",
+    "connect_oauth",
+    "entries_for",
+    "oauth_for",
+    "registered_port",
+    "user_store",
+    "uses_oauth",
+]
+
+CALLBACK_PATH: Final = "/callback"
+_LOOPBACK_HOSTS: Final = ("127.0.0.1", "::1", "localhost")
+
+
+def user_store() -> FileTokenStore | MemoryTokenStore:
+    """The user's token file; a store in memory where there can be none (not POSIX):
+    a login then lasts as long as the command. Raises nothing."""
+    try:
+        return FileTokenStore()
+    except ConfigurationError:
+        return MemoryTokenStore()
+
+
+def uses_oauth(spec: AuthSpec | None, headers: Mapping[str, str]) -> bool:
+    """Whether an HTTP server authorizes with OAuth: its config says ``oauth`` or says
+    nothing, and no ``Authorization`` header is given. Raises nothing."""
+    if spec is not None and spec.kind != "oauth":
+        return False
+    return not any(name.lower() == "authorization" for name in headers)
+
+
+def oauth_for(
+    spec: AuthSpec | None,
+    store: TokenStore,
+    *,
+    redirect_uri: str = DEFAULT_REDIRECT_URI,
+    authorize: Authorize | None = None,
+) -> OAuth:
+    """The OAuth for a server configured with ``spec`` (None: the defaults).
+
+    Raises ConfigurationError as :class:`~mcpl_host.auth.OAuth` does (a config file's
+    values were checked when it was read).
+    """
+    spec = spec if spec is not None else AuthSpec("oauth")
+    return OAuth(
+        store=store,
+        client_id=spec.client_id,
+        client_secret=spec.client_secret,
+        token_endpoint_auth_method=spec.token_endpoint_auth_method,
+        client_metadata_url=spec.client_metadata_url,
+        scopes=spec.scopes,
+        redirect_uri=redirect_uri,
+        authorize=authorize,
+        client_name="mcpl-host",
+    )
+
+
+def connect_oauth(spec: AuthSpec | None, store: TokenStore) -> OAuth:
+    """The OAuth of a ``connect`` or ``call``: no person to ask, the logins' clients
+    found whatever port they listened on. Raises ConfigurationError as :func:`oauth_for`."""
+    return oauth_for(spec, AnyLoopbackPort(store, DEFAULT_REDIRECT_URI))
+
+
+def _loopback(uri: str) -> tuple[str, str, int | None] | None:
+    """(host, path, port) of an ``http://`` loopback redirect URI, else None."""
+    try:
+        parts = urlsplit(uri)
+        port = parts.port
+    except ValueError:
+        return None
+    host = (parts.hostname or "").lower()
+    if parts.scheme != "http" or host not in _LOOPBACK_HOSTS or parts.query:
+        return None
+    return host, parts.path, port
+
+
+class AnyLoopbackPort:
+    """A :class:`~mcpl_host.auth.TokenStore` whose kept registrations also serve
+    ``redirect_uri`` when they name the same loopback host and path on another port.
+    Everything else goes to ``store`` as it is."""
+
+    def __init__(self, store: TokenStore, redirect_uri: str) -> None:
+        self.store = store
+        self.redirect_uri = redirect_uri
+        self._mine = _loopback(redirect_uri)
+
+    async def get_client(self, issuer: str) -> ClientInfo | None:
+        kept = await self.store.get_client(issuer)
+        if kept is None or self._mine is None or self.redirect_uri in kept.redirect_uris:
+            return kept
+        host, path, _ = self._mine
+        for uri in kept.redirect_uris:
+            theirs = _loopback(uri)
+            if theirs is not None and theirs[:2] == (host, path):
+                return dataclasses.replace(
+                    kept, redirect_uris=(*kept.redirect_uris, self.redirect_uri)
+                )
+        return kept
+
+    async def set_client(self, issuer: str, client: ClientInfo | None) -> None:
+        await self.store.set_client(issuer, client)
+
+    async def get_tokens(self, issuer: str, client_id: str, resource: str) -> TokenSet | None:
+        return await self.store.get_tokens(issuer, client_id, resource)
+
+    async def set_tokens(
+        self, issuer: str, client_id: str, resource: str, tokens: TokenSet | None
+    ) -> None:
+        await self.store.set_tokens(issuer, client_id, resource, tokens)
+
+
+class Recording:
+    """A :class:`~mcpl_host.auth.TokenStore` that notes which (issuer, client, resource)
+    a login ended with, and whether its tokens were found, refreshed or obtained.
+    ``ignore_stored`` hides stored tokens (``auth login --force``): a new grant runs,
+    and the old tokens are replaced only once it succeeds."""
+
+    def __init__(self, store: TokenStore, *, ignore_stored: bool = False) -> None:
+        self.store = store
+        self.ignore_stored = ignore_stored
+        self.key: tuple[str, str, str] | None = None
+        self.found = False  # stored tokens were read
+        self.stored = False  # tokens were written (a grant or a refresh)
+
+    async def get_client(self, issuer: str) -> ClientInfo | None:
+        return await self.store.get_client(issuer)
+
+    async def set_client(self, issuer: str, client: ClientInfo | None) -> None:
+        await self.store.set_client(issuer, client)
+
+    async def get_tokens(self, issuer: str, client_id: str, resource: str) -> TokenSet | None:
+        if self.ignore_stored:
+            return None
+        found = await self.store.get_tokens(issuer, client_id, resource)
+        if found is not None:
+            self.key, self.found = (issuer, client_id, resource), True
+        return found
+
+    async def set_tokens(
+        self, issuer: str, client_id: str, resource: str, tokens: TokenSet | None
+    ) -> None:
+        await self.store.set_tokens(issuer, client_id, resource, tokens)
+        if tokens is not None:
+            self.key, self.stored = (issuer, client_id, resource), True
+
+    @property
+    def outcome(self) -> str:
+        """``authorized`` (a grant ran), ``refreshed`` or ``already-authorized``."""
+        if not self.stored:
+            return "already-authorized"
+        return "refreshed" if self.found else "authorized"
+
+
+def entries_for(store: FileTokenStore, url: str | None) -> list[StoredEntry]:
+    """The stored entries for the server at ``url`` (its resource, or one protecting a
+    tree it is in), every entry for None.
+
+    Raises ConfigurationError for a file written by a newer mcpl_host.
+    """
+    entries = store.entries()
+    if url is None:
+        return entries
+    return [entry for entry in entries if resource_matches(entry.resource, url)]
+
+
+async def registered_port(store: FileTokenStore, url: str) -> int | None:
+    """The loopback port of the redirect URI registered with the authorization server of
+    the server at ``url`` by an earlier login, if any: listening there again lets the
+    login reuse that registration instead of registering anew (most servers compare
+    redirect URIs exactly). Raises nothing."""
+    try:
+        issuers = dict.fromkeys(entry.issuer for entry in entries_for(store, url))
+        for issuer in issuers:
+            client = await store.get_client(issuer)
+            for uri in client.redirect_uris if client is not None else ():
+                found = _loopback(uri)
+                if found is not None and found[0] == "127.0.0.1" and found[1] == CALLBACK_PATH:
+                    return found[2]
+    except (ConfigurationError, OSError):
+        return None  # the login says what is wrong with the file, if anything
+    return None
