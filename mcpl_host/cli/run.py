@@ -158,6 +158,11 @@ class _ServerRun:
                 name.lower() == "authorization" for name in target.headers
             ):
                 error["message"] = f"the server refused the Authorization given (HTTP {exc.status})"
+            elif self.planned.auth is not None and self.planned.auth.kind == "none":
+                error["message"] = (
+                    f"the server requires authorization (HTTP {exc.status}) and its "
+                    "config says auth: none"
+                )
         return error
 
     async def _connected(self, conn: Connection, call: Call | None, begun: float) -> dict[str, Any]:

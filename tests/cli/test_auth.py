@@ -27,6 +27,7 @@ from .helpers import (
     TIMEOUT,
     authorization_server,
     browser_env,
+    refusing_http_server,
     run,
     run_in_process,
     run_json,
@@ -229,6 +230,26 @@ def test_login_to_a_config_server_that_cannot_log_in(
     assert done.returncode == 2
     assert says in report["error"]["message"]
     assert not _leaks(done.stdout + done.stderr)
+
+
+def test_a_401_where_no_login_can_help_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "servers.json"
+    with refusing_http_server() as server:
+        config.write_text(json.dumps({"mcpServers": {"s": {"url": server.url, "auth": "none"}}}))
+        for args, says in (
+            (("--bearer", SECRET, server.url), "the server refused the Authorization given"),
+            (("--config", str(config), "--server", "s"), "its config says auth: none"),
+        ):
+            status, out, err = run_in_process(capsys, "connect", "--json", *args)
+            assert status == 4, out + err
+            error = json.loads(out)["error"]
+            assert error["kind"] == "auth-required"
+            assert says in error["message"]
+            assert "login" not in error  # a login would not be used
+            assert not _leaks(out + err)
+    assert not Path(os.environ["MCPL_HOST_AUTH_FILE"]).exists()  # no flow ran
 
 
 # -- against a real authorization server ---------------------------------------------

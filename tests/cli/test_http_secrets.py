@@ -85,6 +85,10 @@ def test_no_canary_shows_in_process_against_a_server_that_echoes_them(
             assert not _leaks(out + err), (args, out, err)
             if "--json" in args:
                 json.loads(out)  # still exactly one object
+        # The echo did reach the report (the challenge's realm), masked.
+        status, out, _ = run_in_process(capsys, *_command_lines(server.url, config)[0])
+        assert status == 4
+        assert "X-Plain=***" in json.loads(out)["error"]["challenge"]["realm"]
     # The credentials did reach the server (so its echo held them).
     sent = json.dumps(server.seen)
     for canary in (HEADER, AUTH_HEADER, BEARER, ENV_TOKEN, CONFIG_HEADER, CONFIG_TOKEN):
