@@ -29,7 +29,7 @@ from ..protocol.profiles import validate_allowlist
 from ..protocol.redact import Redactor
 from ..transports.targets import HttpTarget
 from . import auth, logs
-from .args import AuthOptions, Options, UsageError, parse, secret_values, wants_json
+from .args import AuthOptions, Call, Options, UsageError, parse, secret_values, wants_json
 from .credentials import connect_oauth, user_store
 from .failure import (
     AUTH_REQUIRED,
@@ -153,7 +153,7 @@ def _needs_login(report: dict[str, Any], planned: Planned) -> bool:
 
 
 async def _login_and_retry(
-    planned: Planned, settings: Settings, call: Any, shared: _Run
+    planned: Planned, settings: Settings, call: Call | None, shared: _Run
 ) -> dict[str, Any]:
     """On a terminal: log in as ``auth login`` does, then connect once more."""
     target = planned.target

@@ -14,9 +14,9 @@ import contextlib
 import shlex
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Final, TextIO
+from typing import Any, TextIO
 
 from ..auth import FileTokenStore, LoopbackRedirect, StoredEntry, TokenStore
 from ..config import AuthSpec, load_config
@@ -40,8 +40,6 @@ __all__ = [
     "render_auth",
     "status",
 ]
-
-_STEP: Final = "login"
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,8 +144,9 @@ async def login(
                 await _drop_stale(store, recording.key)
     except McplHostError as exc:
         return _failed(target, describe_failure(exc, redactor))
-    except OSError as exc:  # the port, or the token file
-        message = f"{exc.strerror or type(exc).__name__} ({_STEP})"
+    except OSError as exc:  # the token file (the store's only I/O)
+        where = _file(store) or "the token store"
+        message = f"cannot write {where}: {exc.strerror or type(exc).__name__}"
         return _failed(target, error_object(CONFIG_ERROR, redactor.log_value(message)))
     issuer, client_id, resource = recording.key or (None, None, None)
     return {
@@ -169,26 +168,35 @@ async def _listener(
     store: TokenStore, url: str, settings: LoginSettings
 ) -> AsyncIterator[LoopbackRedirect]:
     """The loopback listener on the port asked for, else the one registered before
-    (when it is free), else any. Raises OSError when an asked-for port is taken."""
+    (when it is free), else any. Raises ConfigurationError when it cannot listen (an
+    asked-for port is taken)."""
     announce = _announcer(settings)
     port = settings.port
     if not port and isinstance(store, FileTokenStore):
         port = await registered_port(store, url) or 0
     redirect = _redirect(port, settings, announce)
     try:
-        await redirect.__aenter__()
-    except OSError:
-        if settings.port or not port:
-            raise
-        redirect = _redirect(0, settings, announce)  # taken since: register anew
-        await redirect.__aenter__()
+        try:
+            await redirect.__aenter__()
+        except OSError:
+            if settings.port or not port:
+                raise
+            redirect = _redirect(0, settings, announce)  # taken since: register anew
+            await redirect.__aenter__()
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot listen for the redirect on 127.0.0.1:{port}: "
+            f"{exc.strerror or type(exc).__name__}"
+        ) from None
     try:
         yield redirect
     finally:
         await redirect.__aexit__(None, None, None)
 
 
-def _redirect(port: int, settings: LoginSettings, announce: Any) -> LoopbackRedirect:
+def _redirect(
+    port: int, settings: LoginSettings, announce: Callable[[str], None]
+) -> LoopbackRedirect:
     return LoopbackRedirect(
         port=port,
         path=CALLBACK_PATH,
@@ -198,7 +206,7 @@ def _redirect(port: int, settings: LoginSettings, announce: Any) -> LoopbackRedi
     )
 
 
-def _announcer(settings: LoginSettings) -> Any:
+def _announcer(settings: LoginSettings) -> Callable[[str], None]:
     def announce(url: str) -> None:
         # Escaped (the URL is built from an authorization server's metadata) but not cut:
         # a person must be able to copy it whole.

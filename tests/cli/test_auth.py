@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import socket
 import subprocess
 import sys
 import threading
@@ -250,6 +251,17 @@ def test_a_401_where_no_login_can_help_says_why(
             assert "login" not in error  # a login would not be used
             assert not _leaks(out + err)
     assert not Path(os.environ["MCPL_HOST_AUTH_FILE"]).exists()  # no flow ran
+
+
+def test_a_login_port_already_taken_is_a_config_error() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        report, done = run_json("auth", "login", "--json", "--port", str(port), URL)
+    assert done.returncode == 2
+    assert report["error"]["kind"] == "config-error"
+    assert f"cannot listen for the redirect on 127.0.0.1:{port}" in report["error"]["message"]
 
 
 # -- against a real authorization server ---------------------------------------------
