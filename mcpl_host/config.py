@@ -84,6 +84,21 @@ class AuthSpec:
     scopes: str | None = None
     client_metadata_url: str | None = None
 
+    def oauth_options(self) -> dict[str, Any]:
+        """What the entry sets of an :class:`~mcpl_host.auth.OAuth`'s options (the
+        client, the scope), for ``OAuth(**options)`` or ``oauth.replace(**options)``."""
+        return {
+            name: value
+            for name in (
+                "client_id",
+                "client_secret",
+                "token_endpoint_auth_method",
+                "scopes",
+                "client_metadata_url",
+            )
+            if (value := getattr(self, name)) is not None
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:

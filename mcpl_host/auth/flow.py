@@ -143,6 +143,21 @@ class OAuth:
             )
         if not isinstance(max_step_ups, int) or not 0 <= max_step_ups <= 10:
             raise ConfigurationError("max_step_ups must be an integer from 0 to 10")
+        # Every option as given: replace() makes a copy with some changed.
+        self._options: dict[str, Any] = {
+            "store": store,
+            "client_id": client_id,
+            "client_secret": client_secret,
+            "token_endpoint_auth_method": token_endpoint_auth_method,
+            "client_metadata_url": client_metadata_url,
+            "client_name": client_name,
+            "redirect_uri": redirect_uri,
+            "scopes": scopes,
+            "authorize": authorize,
+            "grant": grant,
+            "dpop": dpop,
+            "max_step_ups": max_step_ups,
+        }
         self.store: TokenStore = store if store is not None else MemoryTokenStore()
         self.client_id = client_id
         self.client_secret = client_secret
@@ -158,6 +173,16 @@ class OAuth:
 
     def __repr__(self) -> str:
         return f"OAuth(client_id={self.client_id!r}, grant={type(self.grant).__name__})"
+
+    def replace(self, **changes: Any) -> OAuth:
+        """A new OAuth with these options changed (the store and hooks shared, nothing
+        learnt carried over).
+
+        Raises:
+            ConfigurationError: as the constructor does.
+            TypeError: an option OAuth does not have.
+        """
+        return OAuth(**{**self._options, **changes})
 
     def adapted(self, adapt: Adapt) -> OAuth:
         """A copy whose hooks (the person's ``authorize``, a grant's assertion or ID

@@ -79,18 +79,8 @@ def oauth_for(
     Raises ConfigurationError as :class:`~mcpl_host.auth.OAuth` does (a config file's
     values were checked when it was read).
     """
-    spec = spec if spec is not None else AuthSpec("oauth")
-    return OAuth(
-        store=store,
-        client_id=spec.client_id,
-        client_secret=spec.client_secret,
-        token_endpoint_auth_method=spec.token_endpoint_auth_method,
-        client_metadata_url=spec.client_metadata_url,
-        scopes=spec.scopes,
-        redirect_uri=redirect_uri,
-        authorize=authorize,
-        client_name="mcpl-host",
-    )
+    options = spec.oauth_options() if spec is not None else {}
+    return OAuth(store=store, redirect_uri=redirect_uri, authorize=authorize, **options)
 
 
 def connect_oauth(spec: AuthSpec | None, store: TokenStore) -> OAuth:

@@ -6,9 +6,9 @@ import dataclasses
 from collections.abc import Callable
 from typing import TypeAlias
 
-from ..auth.flow import OAuth
+from ..auth import FileTokenStore, MemoryTokenStore, OAuth, TokenStore
 from ..client.connection import TransportFactory
-from ..config import ServerConfig
+from ..config import AuthSpec, ServerConfig
 from ..driver.reconnect import Reconnect
 from ..protocol.errors import ConfigurationError
 from ..transports.targets import (
@@ -63,8 +63,7 @@ def managed_server(
             f"server {name!r}: expected a ServerConfig, a target or a transport factory,"
             f" not {type(spec).__name__}"
         )
-    if auth is not None:
-        target = _with_auth(target, auth)
+    target = _with_auth(target, auth, spec.auth if isinstance(spec, ServerConfig) else None)
     return ManagedServer(
         name,
         target,
@@ -78,12 +77,32 @@ def managed_server(
 
 
 def _with_auth(
-    target: Target | str | TransportFactory | None, auth: OAuth
+    target: Target | str | TransportFactory | None, auth: OAuth | None, spec: AuthSpec | None
 ) -> Target | str | TransportFactory | None:
-    """The manager's ``auth`` for an HTTP server that has none of its own (one OAuth
-    serves many servers: it keeps what it learns per server URL)."""
+    """The OAuth of an HTTP server that has none on its target: none when its config
+    entry says ``bearer`` or ``none``; the manager's ``auth`` with the entry's client
+    and scope, if it gives any (one OAuth serves many servers: it keeps what it learns
+    per server URL); for an entry's ``"oauth"`` without a manager ``auth``, one over the
+    user's token file that never asks a person (what ``mcpl-host auth login`` stored)."""
+    if spec is not None and spec.kind != "oauth":
+        return target
     if isinstance(target, str) and target.lower().startswith(("http://", "https://")):
-        return HttpTarget(target, auth=auth)
-    if isinstance(target, HttpTarget) and target.auth is None:
-        return dataclasses.replace(target, auth=auth)
-    return target
+        target = HttpTarget(target)
+    if not isinstance(target, HttpTarget) or target.auth is not None:
+        return target
+    options = spec.oauth_options() if spec is not None else {}
+    if auth is not None:
+        oauth = auth.replace(**options) if options else auth
+    elif spec is not None:
+        oauth = OAuth(store=_user_store(), **options)
+    else:
+        return target
+    return dataclasses.replace(target, auth=oauth)
+
+
+def _user_store() -> TokenStore:
+    """The user's token file, or memory where there can be none (not POSIX)."""
+    try:
+        return FileTokenStore()
+    except ConfigurationError:
+        return MemoryTokenStore()
