@@ -284,7 +284,7 @@ class AuthSession:
         """
         status = response.status_code
         params = bearer_params(response.headers.get_list("www-authenticate"))
-        challenge = shown(params)
+        challenge = shown(params, self._http.redactor)
         self.observe(url, response)
         server = self._server
         if params.get("error") == "use_dpop_nonce" and server.dpop is not None:
@@ -355,7 +355,7 @@ class AuthSession:
             redirect_uri=oauth.redirect_uri,
             learn=self._http.redactor.learn,
             dpop=server.dpop,
-            challenge=shown(params),
+            challenge=shown(params, self._http.redactor),
             nonces=server.nonces,
         )
         tokens = await oauth.grant.obtain(ctx)

@@ -401,7 +401,7 @@ class HttpTransport:
                     "the server requires authorization: give the target an auth "
                     "(docs/auth.md) or run `mcpl-host auth login` for it",
                     status=response.status_code,
-                    challenge=shown(params),
+                    challenge=shown(params, self._redactor),
                 )
             await self._auth.rejected(self.target.url, response, sent, tries)
         try:
