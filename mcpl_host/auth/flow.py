@@ -567,7 +567,7 @@ class AuthSession:
             self._http, server.metadata.token_endpoint, form, server.client, step="refresh"
         )
         try:
-            fresh = read_tokens(answer, "refresh", tokens)
+            fresh = read_tokens(answer, "refresh", tokens, redactor=self._http.redactor)
         except AuthorizationError as exc:
             self._log.info("refresh refused", error=exc.error)
             server.tokens = None

@@ -11,7 +11,6 @@ from typing import Final, Protocol
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from ..protocol.errors import AuthorizationError, AuthorizationRequired
-from ..protocol.redact import log_value
 from .endpoints import Assertion, oauth_error, read_tokens, token_request
 from .fetch import Answer, Exchanges
 from .jose import ClientAssertion, DpopKey
@@ -114,7 +113,7 @@ class GrantContext:
                 continue
             break
         assert answer is not None
-        tokens = read_tokens(answer, step, previous)
+        tokens = read_tokens(answer, step, previous, redactor=self.http.redactor)
         self.learn(tokens.access_token)
         if tokens.refresh_token:
             self.learn(tokens.refresh_token)
@@ -196,8 +195,9 @@ class AuthorizationCode:
     def _check(params: dict[str, str], state: str, ctx: GrantContext) -> None:
         """The authorization response: an error, the state (CSRF), then ``iss``
         compared as a string with the issuer (RFC 9207 section 2.4)."""
+        shown = ctx.http.redactor.log_value
         if "error" in params:
-            error = log_value(params["error"], 64)
+            error = shown(params["error"], 64)
             raise AuthorizationError(
                 f"the authorization server refused: {error}", step="authorization", error=error
             )
@@ -210,8 +210,8 @@ class AuthorizationCode:
         iss = params.get("iss")
         if iss is not None and iss != ctx.issuer:
             raise AuthorizationError(
-                f"the authorization response came from issuer {log_value(iss, 120)!r}, "
-                f"not {log_value(ctx.issuer, 120)!r}",
+                f"the authorization response came from issuer {shown(iss, 120)!r}, "
+                f"not {shown(ctx.issuer, 120)!r}",
                 step="authorization",
                 rule="RFC 9207 section 2.4",
             )
@@ -380,7 +380,12 @@ class EnterpriseManaged:
             ctx.http, self.idp_token_endpoint, form, self.idp_client, step="token-exchange"
         )
         if answer.status != 200:
-            raise oauth_error(answer, "token-exchange", "the identity provider's token exchange")
+            raise oauth_error(
+                answer,
+                "token-exchange",
+                "the identity provider's token exchange",
+                ctx.http.redactor,
+            )
         body = answer.json()
         jag = body.get("access_token") if isinstance(body, dict) else None
         if not isinstance(jag, str) or not jag:
