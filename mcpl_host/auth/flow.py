@@ -279,7 +279,8 @@ class AuthSession:
 
         Raises:
             AuthorizationRequired: authorization cannot help (the token just obtained was
-                refused, the step-ups ran out, or a person is needed and none is there).
+                refused, the step-ups or DPoP nonces ran out, or a person is needed and
+                none is there).
             AuthorizationError: a step of the flow failed.
         """
         status = response.status_code
@@ -289,7 +290,13 @@ class AuthSession:
         server = self._server
         if params.get("error") == "use_dpop_nonce" and server.dpop is not None:
             tries.nonces += 1
-            return tries.nonces <= 2
+            if tries.nonces > 2:
+                raise AuthorizationRequired(
+                    "the server refused each DPoP proof, asking for a new nonce every time",
+                    status=status,
+                    challenge=challenge,
+                )
+            return True
         if status == 403 and params.get("error") != "insufficient_scope":
             return False
         used = sent.get("Authorization", "").partition(" ")[2] or None

@@ -403,7 +403,13 @@ class HttpTransport:
                     status=response.status_code,
                     challenge=shown(params, self._redactor),
                 )
-            await self._auth.rejected(self.target.url, response, sent, tries)
+            if not await self._auth.rejected(self.target.url, response, sent, tries):
+                # Not the flow's to remedy, and the answer is closed: the refusal stands.
+                raise AuthorizationRequired(
+                    "the server refused the request's authorization",
+                    status=response.status_code,
+                    challenge=shown(params, self._redactor),
+                )
         try:
             yield response
         finally:
