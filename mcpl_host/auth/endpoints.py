@@ -156,7 +156,12 @@ async def token_request(
             # Learnt again at each use: a secret registered once must not age out of the
             # redactor behind the codes, tokens and proofs learnt since.
             http.redactor.learn(client.client_secret)
-        sent.update(client_authentication(client, form, audience=endpoint, assertion=assertion))
+        added = client_authentication(client, form, audience=endpoint, assertion=assertion)
+        for value in added.values():
+            # client_secret_basic's credentials: the secret too, base64-encoded (a server
+            # may echo the header it refused).
+            http.redactor.learn(value.partition(" ")[2])
+        sent.update(added)
     return await http.send("POST", endpoint, step=step, headers=sent, form=form)
 
 
