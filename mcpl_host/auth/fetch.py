@@ -92,7 +92,7 @@ class Exchanges:
                 f"{step}: no answer from {self._where(url)} within {self.timeout:g} s",
                 step=step,
             ) from None
-        except (httpx.HTTPError, OSError, ValueError) as exc:
+        except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:
             self._report(method, url, type(exc).__name__)
             raise AuthorizationError(
                 f"{step}: {self._where(url)} could not be reached ({type(exc).__name__})",

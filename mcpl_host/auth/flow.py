@@ -42,6 +42,7 @@ from .metadata import (
     origin,
     protected_resource_urls,
     resource_matches,
+    web_url,
 )
 from .records import ClientInfo, TokenSet
 from .store import MemoryTokenStore, TokenStore
@@ -398,6 +399,13 @@ class AuthSession:
                     rule="RFC 9728 section 3.3",
                 )
             issuer = prm.authorization_servers[0]
+            if not web_url(issuer):
+                raise AuthorizationError(
+                    f"the protected-resource metadata names {self._shown(issuer)!r} as its "
+                    "authorization server, which is not an http(s) URL",
+                    step="protected-resource-metadata",
+                    rule="RFC 9728 section 2",
+                )
             found = await self._auth_server(issuer, legacy=False)
             if found is None:
                 raise AuthorizationError(
@@ -418,7 +426,9 @@ class AuthSession:
         server.scopes_supported = prm.scopes_supported if prm is not None else None
 
     async def _protected_resource(self, from_challenge: str | None) -> ProtectedResource | None:
-        for url in protected_resource_urls(self._server.url, from_challenge):
+        # A challenge's URL the flow cannot fetch is as good as none: the well-known ones.
+        given = from_challenge if web_url(from_challenge) else None
+        for url in protected_resource_urls(self._server.url, given):
             answer = await self._http.send(
                 "GET", url, step="protected-resource-metadata", headers=_JSON
             )
@@ -459,6 +469,14 @@ class AuthSession:
                     step="authorization-server-metadata",
                     rule="RFC 8414 section 3.3",
                 )
+            for name in _ENDPOINTS:
+                endpoint = getattr(found, name)
+                if endpoint is not None and not web_url(endpoint):
+                    raise AuthorizationError(
+                        f"the authorization server metadata's {name} is not an http(s) URL",
+                        step="authorization-server-metadata",
+                        rule="RFC 8414 section 2",
+                    )
             return found
         return None
 
@@ -606,6 +624,13 @@ class AuthSession:
 
 
 _JSON: Final = {"Accept": "application/json"}
+# The metadata's URLs the flow fetches or opens in a browser.
+_ENDPOINTS: Final = (
+    "authorization_endpoint",
+    "token_endpoint",
+    "registration_endpoint",
+    "revocation_endpoint",
+)
 
 
 def _same_issuer(found: str | None, expected: str) -> bool:

@@ -334,3 +334,86 @@ async def test_a_stored_token_is_used_again_by_a_new_connection_without_a_flow()
             assert await conn.request("tools/list", {}) == {"tools": []}
         assert len(server.requests("GET /authorize")) == first == 1
         assert len(server.requests("POST /register")) == 1
+
+
+HOSTILE_URLS = [
+    "javascript:alert(1)",
+    "file:///etc/passwd",
+    "http://[::1",
+    "http://127.0.0.1:99999/x",
+    "http:///no-host",
+    "http://127.0.0.1/a b",
+    "http://\x00/",
+]
+
+
+@pytest.mark.parametrize("url", HOSTILE_URLS)
+@pytest.mark.parametrize(
+    "member", ["authorization_endpoint", "token_endpoint", "registration_endpoint"]
+)
+async def test_an_endpoint_that_is_not_a_web_url_is_refused_before_any_use(
+    member: str, url: str
+) -> None:
+    # A hostile authorization server must never get a javascript: or file: URL to the
+    # person's browser (the authorize hook), nor a URL that breaks the flow's own parsing.
+    opened: list[str] = []
+    with ScriptedAuth() as server, trio.fail_after(10):
+        metadata = {**server.metadata(), member: url}
+        server.routes[f"GET {ASM_PATH}"] = lambda _seen: Reply(body=metadata)
+
+        async def browser(link: str) -> str:
+            opened.append(link)
+            return await server.browser(link)
+
+        oauth = OAuth(authorize=browser, redirect_uri=REDIRECT)
+        with pytest.raises(AuthorizationError) as caught:
+            async with connection(server, oauth):
+                pass
+        lines = flow_requests(server)
+    assert caught.value.step == "authorization-server-metadata"
+    assert caught.value.rule == "RFC 8414 section 2"
+    assert opened == []
+    assert lines == [f"GET {PRM_PATH}", f"GET {ASM_PATH}"]
+
+
+@pytest.mark.parametrize("url", [*HOSTILE_URLS, ""])
+async def test_an_authorization_server_that_is_not_a_web_url_is_refused(url: str) -> None:
+    with ScriptedAuth() as server, trio.fail_after(10):
+        body = {"resource": server.mcp_url, "authorization_servers": [url]}
+        server.routes[f"GET {PRM_PATH}"] = lambda _seen: Reply(body=body)
+        with pytest.raises(AuthorizationError) as caught:
+            async with connection(server, oauth_for(server)):
+                pass
+        lines = flow_requests(server)
+    assert caught.value.step == "protected-resource-metadata"
+    assert lines == [f"GET {PRM_PATH}"]
+
+
+@pytest.mark.parametrize("url", HOSTILE_URLS)
+async def test_a_resource_that_is_not_a_web_url_is_refused(url: str) -> None:
+    with ScriptedAuth() as server, trio.fail_after(10):
+        body = {"resource": url, "authorization_servers": [server.issuer]}
+        server.routes[f"GET {PRM_PATH}"] = lambda _seen: Reply(body=body)
+        with pytest.raises(AuthorizationError) as caught:
+            async with connection(server, oauth_for(server)):
+                pass
+    assert caught.value.step == "protected-resource-metadata"
+    assert caught.value.rule == "RFC 9728 section 3.3"
+
+
+@pytest.mark.parametrize("url", HOSTILE_URLS[:-1])  # a NUL cannot go in a header
+async def test_a_challenges_resource_metadata_that_is_not_a_web_url_is_ignored(url: str) -> None:
+    # Treated as absent: discovery goes on at the well-known URLs and succeeds.
+    with ScriptedAuth() as server, trio.fail_after(10):
+        escaped = url.replace("\\", "\\\\").replace('"', '\\"')
+        challenge = f'Bearer resource_metadata="{escaped}"'
+
+        def guard(seen: Seen) -> Reply | None:
+            refused = server.token_check(seen)
+            return None if refused is None else Reply(401, {}, {"WWW-Authenticate": challenge})
+
+        server.guard = guard
+        async with connection(server, oauth_for(server)) as conn:
+            assert await conn.request("tools/list", {}) == {"tools": []}
+        lines = flow_requests(server)
+    assert lines[0] == f"GET {PRM_PATH}"

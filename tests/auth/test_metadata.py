@@ -16,6 +16,7 @@ from mcpl_host.auth.metadata import (
     origin,
     protected_resource_urls,
     resource_matches,
+    web_url,
 )
 from mcpl_host.auth.pkce import challenge_of, new_state, new_verifier
 
@@ -198,3 +199,31 @@ def test_pkce_verifiers_are_fresh_and_of_the_allowed_alphabet_and_length() -> No
         assert re.fullmatch(r"[A-Za-z0-9._~-]{43,128}", verifier)
         assert re.fullmatch(r"[A-Za-z0-9_-]{43}", challenge_of(verifier))
     assert len({new_state() for _ in range(50)}) == 50
+
+
+@pytest.mark.parametrize(
+    ("url", "ok"),
+    [
+        ("https://as.example/authorize", True),
+        ("http://127.0.0.1:8080/token?x=1", True),
+        ("HTTPS://AS.example", True),
+        ("javascript:alert(1)", False),
+        ("file:///etc/passwd", False),
+        ("data:text/html,<script>", False),
+        ("ftp://as.example/", False),
+        ("https://", False),
+        ("http:///path", False),
+        ("http://[::1", False),
+        ("http://as.example:99999/", False),
+        ("http://as.example/a b", False),
+        ("http://as.example/\x00", False),
+        ("http://as.example/\n", False),
+        ("https://as.exämple/", False),
+        ("/relative/path", False),
+        ("", False),
+        (None, False),
+        (42, False),
+    ],
+)
+def test_web_url(url: object, ok: bool) -> None:
+    assert web_url(url) is ok
