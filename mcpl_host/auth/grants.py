@@ -178,8 +178,14 @@ class AuthorizationCode:
                 "for it, or give OAuth an authorize hook",
                 challenge=ctx.challenge,
             )
-        redirected = await self.authorize(url)
-        params = {k: v[0] for k, v in parse_qs(urlsplit(redirected).query).items()}
+        try:
+            redirected = await self.authorize(url)
+            returned = urlsplit(redirected).query
+        except Exception as exc:  # the embedder's hook: whatever it raises ends the flow
+            raise AuthorizationError(
+                f"the authorize hook failed ({type(exc).__name__})", step="authorization"
+            ) from exc
+        params = {k: v[0] for k, v in parse_qs(returned).items()}
         if "code" in params:
             ctx.learn(params["code"])
         self._check(params, state, ctx)

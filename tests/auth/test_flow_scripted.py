@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import trio
+from structlog.testing import capture_logs
 
 from mcpl_host import Connection
 from mcpl_host.auth import OAuth
@@ -417,3 +418,32 @@ async def test_a_challenges_resource_metadata_that_is_not_a_web_url_is_ignored(u
             assert await conn.request("tools/list", {}) == {"tools": []}
         lines = flow_requests(server)
     assert lines[0] == f"GET {PRM_PATH}"
+
+
+class BrowserClosed(Exception):
+    pass
+
+
+@pytest.mark.parametrize("outcome", ["raises", "returns None", "returns no code"])
+async def test_an_authorize_hook_that_fails_ends_the_flow_with_an_authorization_error(
+    outcome: str,
+) -> None:
+    with ScriptedAuth() as server, trio.fail_after(10):
+
+        async def hook(url: str) -> Any:
+            if outcome == "raises":
+                raise BrowserClosed("the person closed the window")
+            if outcome == "returns None":
+                return None
+            return REDIRECT + "?state=wrong"
+
+        with capture_logs() as logs, pytest.raises(AuthorizationError) as caught:
+            async with connection(server, OAuth(authorize=hook, redirect_uri=REDIRECT)):
+                pass
+        assert server.requests("POST /token") == []
+    assert caught.value.step == "authorization"
+    if outcome == "raises":
+        assert "BrowserClosed" in caught.value.message
+        assert isinstance(caught.value.__cause__, BrowserClosed)
+    # A refusal of the flow, not a broken transport.
+    assert not [e for e in logs if e["event"] == "HTTP request failed"]
