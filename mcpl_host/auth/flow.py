@@ -563,7 +563,8 @@ class AuthSession:
         asked = oauth.scopes or params.get("scope") or supported
         if step_up:
             granted = server.tokens.scope if server.tokens else None
-            asked = _union(_union(server.scope, granted), asked)
+            # The 403's scope is what is missing, whatever scope was configured.
+            asked = _union(_union(server.scope, granted), _union(asked, params.get("scope")))
         meta = server.metadata
         if (
             asked

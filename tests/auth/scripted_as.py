@@ -81,6 +81,7 @@ class ScriptedAuth:
     def __init__(self) -> None:
         self.seen: list[Seen] = []
         self.valid_tokens: set[str] = set()
+        self.token_scopes: dict[str, str] = {}  # access token -> the scope it was granted
         self.refresh_tokens: set[str] = set()
         self.codes: dict[str, dict[str, str]] = {}  # code -> the authorization request
         self.clients: dict[str, dict[str, Any]] = {}
@@ -209,6 +210,7 @@ class ScriptedAuth:
         access = f"{self.access_prefix}-{n}-{uuid.uuid4().hex[:8]}"
         refresh = f"{self.refresh_prefix}-{n}-{uuid.uuid4().hex[:8]}"
         self.valid_tokens.add(access)
+        self.token_scopes[access] = scope or ""
         self.refresh_tokens.add(refresh)
         answer: dict[str, Any] = {
             "access_token": access,

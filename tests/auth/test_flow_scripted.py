@@ -447,3 +447,31 @@ async def test_an_authorize_hook_that_fails_ends_the_flow_with_an_authorization_
         assert isinstance(caught.value.__cause__, BrowserClosed)
     # A refusal of the flow, not a broken transport.
     assert not [e for e in logs if e["event"] == "HTTP request failed"]
+
+
+@pytest.mark.parametrize("configured", [None, "files:read"])
+async def test_a_step_up_asks_for_the_scope_the_server_named(configured: str | None) -> None:
+    # SEP-835: the union of what was asked before and what the 403 names, whether or
+    # not the host was configured with a scope of its own.
+    with ScriptedAuth() as server, trio.fail_after(10):
+
+        def guard(seen: Seen) -> Reply | None:
+            refused = server.token_check(seen)
+            if refused is not None:
+                return refused
+            token = seen.headers["authorization"].partition(" ")[2]
+            if "files:write" not in server.token_scopes[token].split():
+                challenge = 'Bearer error="insufficient_scope", scope="files:write"'
+                return Reply(403, {}, {"WWW-Authenticate": challenge})
+            return None
+
+        server.guard = guard
+        async with connection(server, oauth_for(server, scopes=configured)) as conn:
+            assert await conn.request("tools/list", {}) == {"tools": []}
+        authorizations = server.requests("GET /authorize")
+    assert len(authorizations) == 2
+    asked = authorizations[1].query["scope"].split()
+    assert "files:write" in asked
+    if configured is not None:
+        assert configured in asked
+        assert authorizations[0].query["scope"] == configured
