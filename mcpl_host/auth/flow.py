@@ -29,7 +29,7 @@ from .._log import get_logger
 from ..protocol.errors import AuthorizationError, AuthorizationRequired, ConfigurationError
 from ..protocol.redact import Redactor, log_value
 from .challenge import bearer_params, shown
-from .endpoints import read_tokens, register, token_request
+from .endpoints import read_tokens, register
 from .fetch import Answer, Exchanges
 from .grants import AuthorizationCode, Authorize, Grant, GrantContext
 from .jose import DpopKey
@@ -353,25 +353,32 @@ class AuthSession:
                     return server.tokens
         if oauth.dpop and server.dpop is None:
             server.dpop = DpopKey()
-        ctx = GrantContext(
+        tokens = await oauth.grant.obtain(self._context(params, scope, client))
+        server.scope = scope
+        server.tokens = tokens
+        await self._keep(tokens)
+        self._log.info("authorized", issuer=self._shown(server.issuer), scope=scope)
+        return tokens
+
+    def _context(
+        self, params: dict[str, str], scope: str | None, client: ClientInfo | None
+    ) -> GrantContext:
+        server = self._server
+        assert server.metadata is not None
+        assert server.issuer is not None
+        return GrantContext(
             http=self._http,
             metadata=server.metadata,
             issuer=server.issuer,
             resource=server.resource,
             scope=scope,
             client=client,
-            redirect_uri=oauth.redirect_uri,
+            redirect_uri=self._oauth.redirect_uri,
             learn=self._http.redactor.learn,
             dpop=server.dpop,
             challenge=shown(params, self._http.redactor),
             nonces=server.nonces,
         )
-        tokens = await oauth.grant.obtain(ctx)
-        server.scope = scope
-        server.tokens = tokens
-        await self._keep(tokens)
-        self._log.info("authorized", issuer=self._shown(server.issuer), scope=scope)
-        return tokens
 
     async def _discover(self, resource_metadata: str | None) -> None:
         """Protected-resource metadata, then the authorization server's. A changed
@@ -584,14 +591,12 @@ class AuthSession:
         tokens = server.tokens
         if tokens is None or not tokens.refresh_token or server.metadata is None:
             return False
-        form = {"grant_type": "refresh_token", "refresh_token": tokens.refresh_token}
-        if server.resource is not None:
-            form["resource"] = server.resource
-        if not server.metadata.token_endpoint:
+        if not server.metadata.token_endpoint or server.issuer is None:
             return False
-        answer: Answer = await token_request(
-            self._http, server.metadata.token_endpoint, form, server.client, step="refresh"
-        )
+        form = {"grant_type": "refresh_token", "refresh_token": tokens.refresh_token}
+        # With the DPoP key the tokens are bound to, and its nonce (RFC 9449 section 5).
+        ctx = self._context({}, None, server.client)
+        answer: Answer = await ctx.token_answer(form, step="refresh")
         try:
             fresh = read_tokens(answer, "refresh", tokens, redactor=self._http.redactor)
         except AuthorizationError as exc:

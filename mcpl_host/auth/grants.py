@@ -76,9 +76,34 @@ class GrantContext:
         assertion: Assertion | None = None,
         previous: TokenSet | None = None,
     ) -> TokenSet:
-        """One token request (``resource`` added), answered with tokens; a DPoP proof
-        goes with it when the session binds tokens, sent again once with the server's
-        nonce when it asks for one (RFC 9449 section 8)."""
+        """One token request (:meth:`token_answer`), answered with tokens.
+
+        Raises:
+            AuthorizationError: refused, unreachable, or an answer without a token.
+        """
+        answer = await self.token_answer(form, step=step, client=client, assertion=assertion)
+        tokens = read_tokens(answer, step, previous, redactor=self.http.redactor)
+        self.learn(tokens.access_token)
+        if tokens.refresh_token:
+            self.learn(tokens.refresh_token)
+        return tokens
+
+    async def token_answer(
+        self,
+        form: dict[str, str],
+        *,
+        step: str,
+        client: ClientInfo | None = None,
+        assertion: Assertion | None = None,
+    ) -> Answer:
+        """One token request (``resource`` added) and its answer, whatever it says; a
+        DPoP proof goes with it when the session binds tokens (the refresh of a bound
+        token included, RFC 9449 section 5), sent again once with the server's nonce
+        when it asks for one (section 8).
+
+        Raises:
+            AuthorizationError: no answer, or the server could not be reached.
+        """
         if self.resource is not None:
             form.setdefault("resource", self.resource)
         endpoint = self.token_endpoint
@@ -113,11 +138,7 @@ class GrantContext:
                 continue
             break
         assert answer is not None
-        tokens = read_tokens(answer, step, previous, redactor=self.http.redactor)
-        self.learn(tokens.access_token)
-        if tokens.refresh_token:
-            self.learn(tokens.refresh_token)
-        return tokens
+        return answer
 
 
 class Grant(Protocol):

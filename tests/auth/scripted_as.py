@@ -190,6 +190,10 @@ class ScriptedAuth:
 
     def token(self, seen: Seen) -> Reply:
         form = seen.form
+        if self.token_type == "DPoP" and "dpop" not in seen.headers:
+            # RFC 9449 section 5: every token request of a DPoP client carries a proof
+            # (a public client's refresh token is bound to its key).
+            return Reply(400, {"error": "invalid_dpop_proof"})
         if form.get("grant_type") == "authorization_code":
             asked = self.codes.pop(form.get("code", ""), None)
             if asked is None:

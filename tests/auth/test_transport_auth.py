@@ -147,3 +147,22 @@ async def test_every_waiting_request_fails_with_the_typed_error() -> None:
                 nursery.start_soon(one)
             assert len(errors) == 2
             assert trio.current_time() - started < 5
+
+
+async def test_a_dpop_client_refreshes_with_a_proof() -> None:
+    with ScriptedAuth() as server, trio.fail_after(10):
+        server.token_type = "DPoP"
+        server.token_lifetime = 5  # inside the refresh margin: refreshed before each use
+        oauth = OAuth(authorize=server.browser, redirect_uri=REDIRECT, dpop=True)
+        async with Connection(server.target(oauth), versions=VERSIONS) as conn:
+            assert await conn.request("tools/list", {}) == {"tools": []}
+        tokens = server.requests("POST /token")
+        authorizations = server.requests("GET /authorize")
+    assert len(authorizations) == 1  # refreshed, never authorized again
+    refreshes = [t for t in tokens if t.form["grant_type"] == "refresh_token"]
+    assert refreshes
+    for refresh in refreshes:
+        claims = _jwt_claims(refresh.headers["dpop"])
+        assert claims["htm"] == "POST"
+        assert claims["htu"] == f"{server.base}/token"
+        assert "ath" not in claims  # no access token goes with a token request
