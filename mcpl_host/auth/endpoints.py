@@ -113,6 +113,14 @@ def read_tokens(
         raise AuthorizationError(
             "the token endpoint's answer has no access_token", step=step, rule="RFC 6749 5.1"
         )
+    if not token.isascii() or not token.isprintable() or " " in token:
+        # It goes in the Authorization header of every request: a token that cannot (a
+        # CR, a NUL, a non-ASCII letter) would fail each of them as a broken transport.
+        raise AuthorizationError(
+            "the token endpoint's access_token holds characters a header cannot carry",
+            step=step,
+            rule="RFC 6750 section 2.1",
+        )
     assert isinstance(body, dict)
     kind = body.get("token_type")
     if not isinstance(kind, str) or kind.lower() not in ("bearer", "dpop"):

@@ -111,6 +111,12 @@ async def test_a_secret_method_without_a_secret_is_refused_before_anything_is_se
         (200, {"access_token": "at-1234"}, "no usable token_type"),
         (200, {"access_token": "at-1234", "token_type": "mac"}, "no usable token_type"),
         (200, [1, 2], "no access_token"),
+        # The token goes in a header: what a header cannot carry is refused here, not
+        # left to fail every request as a broken transport.
+        (200, {"access_token": "at\r\nX-Injected: 1", "token_type": "Bearer"}, "header"),
+        (200, {"access_token": "at-with space", "token_type": "Bearer"}, "header"),
+        (200, {"access_token": "at-t\u00e9l\u00e9phone", "token_type": "Bearer"}, "header"),
+        (200, {"access_token": "at-secret\u0000rest", "token_type": "Bearer"}, "header"),
         (200, "not json", "no access_token"),
         (500, "oops", "HTTP 500"),
     ],

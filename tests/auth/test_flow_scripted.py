@@ -475,3 +475,19 @@ async def test_a_step_up_asks_for_the_scope_the_server_named(configured: str | N
     if configured is not None:
         assert configured in asked
         assert authorizations[0].query["scope"] == configured
+
+
+async def test_a_token_a_header_cannot_carry_is_refused_not_a_broken_transport() -> None:
+    with ScriptedAuth() as server, trio.fail_after(10):
+        token = "at-secret-part\r\nX-Injected: 1"
+        answer = {"access_token": token, "token_type": "Bearer"}
+        server.routes["POST /token"] = lambda _seen: Reply(body=answer)
+        with capture_logs() as logs, pytest.raises(AuthorizationError) as caught:
+            async with connection(server, oauth_for(server)):
+                pass
+        posts = server.requests("POST /mcp")
+    assert caught.value.step == "token"
+    assert caught.value.rule == "RFC 6750 section 2.1"
+    assert len(posts) == 1
+    assert not [e for e in logs if e["event"] == "HTTP request failed"]
+    assert "at-secret-part" not in repr(logs)
