@@ -180,8 +180,17 @@ class OAuth:
         server = self._servers.get(key)
         if server is None:
             server = self._servers[key] = _Server(url=server_url)
-        for secret in self.secrets():
-            redactor.learn(secret)
+        # With what an earlier connection obtained, which goes on this one's requests:
+        # its redactor must know it before the first of them.
+        tokens = server.tokens
+        held = [
+            server.client.client_secret if server.client is not None else None,
+            tokens.access_token if tokens is not None else None,
+            tokens.refresh_token if tokens is not None else None,
+        ]
+        for secret in [*self.secrets(), *held]:
+            if secret:
+                redactor.learn(secret)
         http = Exchanges(client, timeout=timeout, redactor=redactor, on_http=on_http)
         return AuthSession(self, server, http)
 

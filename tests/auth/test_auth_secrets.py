@@ -155,3 +155,27 @@ async def test_stored_token_sets_and_clients_hide_their_secrets_in_repr() -> Non
     client = ClientInfo(client_id="cid", client_secret=f"{CANARY}-s")
     texts: list[Any] = [repr(tokens), str(tokens), repr(client), str(client)]
     assert not [t for t in texts if CANARY in t]
+
+
+async def test_a_second_connection_masks_the_tokens_it_reuses() -> None:
+    # The OAuth keeps the tokens across connections; each connection has a redactor of
+    # its own, which must know them before the first request carries one.
+    with ScriptedAuth() as server, trio.fail_after(10):
+        run = Run(server)
+        auth = OAuth(authorize=server.browser, redirect_uri=REDIRECT, max_step_ups=0)
+        async with run.connection(auth):
+            pass
+        (issued,) = server.token_answers
+
+        def echo(seen: Seen) -> Reply:
+            used = seen.headers.get("authorization", "none")
+            challenge = f'Bearer error="insufficient_scope", error_description="{used}"'
+            return Reply(403, {}, {"WWW-Authenticate": challenge})
+
+        server.guard = echo
+        with capture_logs() as logs, pytest.raises(AuthorizationRequired) as caught:
+            async with run.connection(auth):
+                pass
+    assert server.token_answers == [issued]  # the second connection used the same token
+    assert caught.value.challenge["error_description"] == "Bearer ***"
+    assert not [t for t in [*_texts_of(caught.value), repr(logs), *run.wire] if CANARY in t]
