@@ -180,15 +180,10 @@ class OAuth:
         server = self._servers.get(key)
         if server is None:
             server = self._servers[key] = _Server(url=server_url)
-        # With what an earlier connection obtained, which goes on this one's requests:
-        # its redactor must know it before the first of them.
-        tokens = server.tokens
-        held = [
-            server.client.client_secret if server.client is not None else None,
-            tokens.access_token if tokens is not None else None,
-            tokens.refresh_token if tokens is not None else None,
-        ]
-        for secret in [*self.secrets(), *held]:
+        # With the secret of a client another connection registered (its tokens are
+        # learnt as they are sent: AuthSession.headers).
+        held = server.client.client_secret if server.client is not None else None
+        for secret in [*self.secrets(), held]:
             if secret:
                 redactor.learn(secret)
         http = Exchanges(client, timeout=timeout, redactor=redactor, on_http=on_http)
@@ -247,6 +242,7 @@ class AuthSession:
         self._server = server
         self._http = http
         self._log = _log.bind(target=http.redactor.log_value(origin(server.url), 80))
+        self._sent: TokenSet | None = None  # the tokens this session's redactor knows
 
     # -- the transport's side ---------------------------------------------------------
 
@@ -262,6 +258,11 @@ class AuthSession:
             tokens = server.tokens
         if tokens is None:
             return {}
+        if tokens is not self._sent:
+            # Obtained by another connection of this OAuth (with a redactor of its own),
+            # or by this one: known to this redactor before they go out.
+            self._learn_tokens(tokens)
+            self._sent = tokens
         if tokens.token_type == "DPoP" and server.dpop is not None:
             proof = server.dpop.proof(
                 method,
