@@ -65,6 +65,10 @@ class Tries:
     refreshes: int = 0
     step_ups: int = 0
     nonces: int = 0
+    # False: a refresh (or a DPoP nonce) at most, never the flow or a step-up: for the
+    # requests no caller waits on (the GET stream, the closing DELETE), which a server
+    # could otherwise make ask the person again at every reopening.
+    may_authorize: bool = True
 
 
 @dataclass(slots=True)
@@ -316,7 +320,7 @@ class AuthSession:
             if current is not None and current != used:
                 return True  # another request replaced the token meanwhile
             if status == 403:
-                if tries.step_ups >= self._oauth.max_step_ups:
+                if tries.step_ups >= self._oauth.max_step_ups or not tries.may_authorize:
                     raise AuthorizationRequired(
                         f"the server still refuses for scope after {tries.step_ups} step-ups",
                         status=403,
@@ -330,9 +334,11 @@ class AuthSession:
                 tries.refreshes += 1
                 if await self._refresh():
                     return True
-            if tries.flows >= 1:
+            if tries.flows >= 1 or not tries.may_authorize:
                 raise AuthorizationRequired(
-                    "the server refused the token it was just given",
+                    "the server refused the token it was just given"
+                    if tries.may_authorize
+                    else "the server refused the token, and only a POST runs the flow",
                     status=status,
                     challenge=challenge,
                 )

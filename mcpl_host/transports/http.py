@@ -375,7 +375,10 @@ class HttpTransport:
             AuthorizationRequired: 401 and no way to authorize (or still refused).
             AuthorizationError: the authorization flow failed.
         """
-        tries = Tries()
+        # A POST carries requests someone waits on: it may run the flow. The GET stream
+        # and the closing DELETE only refresh (a server refusing them must not make the
+        # host ask the person again at every reopening).
+        tries = Tries(may_authorize=method == "POST")
         while True:
             sent = await self._auth.headers(method, self.target.url) if self._auth else {}
             request = self._client.build_request(

@@ -166,3 +166,27 @@ async def test_a_dpop_client_refreshes_with_a_proof() -> None:
         assert claims["htm"] == "POST"
         assert claims["htu"] == f"{server.base}/token"
         assert "ath" not in claims  # no access token goes with a token request
+
+
+async def test_the_get_stream_and_delete_never_run_the_flow_for_a_person() -> None:
+    # A server that refuses the GET stream (and the closing DELETE) with 401 whatever the
+    # token: the host refreshes, but never asks the person again for them; the GET
+    # stream's reopening would otherwise open the browser every backoff period.
+    with ScriptedAuth() as server, trio.fail_after(10):
+
+        def guard(seen: Seen) -> Reply | None:
+            if seen.method in ("GET", "DELETE"):
+                challenge = f'Bearer resource_metadata="{server.prm_url}"'
+                return Reply(401, {}, {"WWW-Authenticate": challenge})
+            return server.token_check(seen)
+
+        server.guard = guard
+        oauth = OAuth(authorize=server.browser, redirect_uri=REDIRECT)
+        async with Connection(server.target(oauth), versions=VERSIONS) as conn:
+            assert await conn.request("tools/list", {}) == {"tools": []}
+            await trio.sleep(0.2)
+            assert server.requests("GET /mcp")  # the GET stream was tried
+        authorizations = server.requests("GET /authorize")
+        deletes = server.requests("DELETE /mcp")
+    assert len(authorizations) == 1  # the POST's, never the GET's nor the DELETE's
+    assert deletes
