@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
-from ..protocol.redact import log_value
+from ..protocol.redact import Redactor, log_value
 
 __all__ = ["Challenge", "parse_challenges", "shown"]
 
@@ -38,7 +38,11 @@ class Challenge:
 def parse_challenges(header: str) -> list[Challenge]:
     """Every challenge of one ``WWW-Authenticate`` value, in order. What cannot be read
     ends the parse: the challenges read so far are returned, never an exception."""
-    text = header[:MAX_HEADER]
+    text = header
+    if len(text) > MAX_HEADER:
+        # Cut at a list separator: a cut inside a value would read a shorter value
+        # (``error=insufficient_sc``) or a piece of one as a scheme of its own.
+        text = text[: max(0, text.rfind(",", 0, MAX_HEADER + 1))]
     found: list[Challenge] = []
     at = 0
     while at < len(text):
@@ -64,12 +68,15 @@ def parse_challenges(header: str) -> list[Challenge]:
             challenge.params.setdefault(name, value)
             at = param.end()
             if at < len(text) and text[at] == ",":
-                # The next item is this challenge's parameter, or the next challenge.
-                following = text[at + 1 :]
-                if _PARAM.match(following) is None:
+                # The next item is this challenge's parameter, or the next challenge;
+                # empty list elements (", ,") between them are skipped (RFC 9110 5.6.1).
+                following = at + 1
+                while following < len(text) and text[following] in " \t,":
+                    following += 1
+                if _PARAM.match(text, following) is None:
                     at += 1
                     break
-                at += 1
+                at = following
     return found
 
 
@@ -82,6 +89,8 @@ def bearer_params(headers: list[str]) -> dict[str, str]:
     return {}
 
 
-def shown(params: dict[str, str]) -> dict[str, str]:
-    """Challenge parameters made safe for an error or a log: escaped and cut."""
-    return {log_value(name, 64): log_value(value, 256) for name, value in list(params.items())[:16]}
+def shown(params: dict[str, str], redactor: Redactor | None = None) -> dict[str, str]:
+    """Challenge parameters made safe for an error or a log: escaped and cut, and the
+    host's secrets masked (a server may echo the token it refused)."""
+    safe = redactor.log_value if redactor is not None else log_value
+    return {safe(name, 64): safe(value, 256) for name, value in list(params.items())[:16]}

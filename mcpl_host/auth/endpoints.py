@@ -11,7 +11,7 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from ..protocol.errors import AuthorizationError
-from ..protocol.redact import log_value
+from ..protocol.redact import Redactor, log_value
 from .fetch import Answer, Exchanges
 from .records import ClientInfo, TokenSet
 
@@ -35,18 +35,19 @@ _MAX_LIFETIME: Final = 30 * 24 * 3600.0
 Assertion = Callable[[str], str]
 
 
-def oauth_error(answer: Answer, step: str, what: str) -> AuthorizationError:
+def oauth_error(answer: Answer, step: str, what: str, redactor: Redactor) -> AuthorizationError:
     """An authorization server's refusal as a typed error: its OAuth ``error`` code and
-    description (escaped and cut), or the HTTP status."""
+    description (the host's secrets masked, escaped and cut: a server may echo the code
+    or the client secret it refused), or the HTTP status."""
     body = answer.json()
     code = body.get("error") if isinstance(body, dict) else None
     described = body.get("error_description") if isinstance(body, dict) else None
-    code = log_value(code, 64) if isinstance(code, str) else None
+    code = redactor.log_value(code, 64) if isinstance(code, str) else None
     text = f"{what} refused: HTTP {answer.status}"
     if code:
         text += f", {code}"
     if isinstance(described, str) and described:
-        text += f" ({log_value(described, 200)})"
+        text += f" ({redactor.log_value(described, 200)})"
     return AuthorizationError(text, step=step, error=code)
 
 
@@ -93,7 +94,9 @@ def client_authentication(
     return {}
 
 
-def read_tokens(answer: Answer, step: str, previous: TokenSet | None = None) -> TokenSet:
+def read_tokens(
+    answer: Answer, step: str, previous: TokenSet | None = None, *, redactor: Redactor
+) -> TokenSet:
     """A token endpoint's successful answer (RFC 6749 section 5.1).
 
     A refresh answer may leave out ``refresh_token`` (not rotated) and ``scope``
@@ -103,12 +106,20 @@ def read_tokens(answer: Answer, step: str, previous: TokenSet | None = None) -> 
         AuthorizationError: an error answer, or one without a usable access token.
     """
     if answer.status != 200:
-        raise oauth_error(answer, step, "the token request")
+        raise oauth_error(answer, step, "the token request", redactor)
     body = answer.json()
     token = body.get("access_token") if isinstance(body, dict) else None
     if not isinstance(token, str) or not token:
         raise AuthorizationError(
             "the token endpoint's answer has no access_token", step=step, rule="RFC 6749 5.1"
+        )
+    if not token.isascii() or not token.isprintable() or " " in token:
+        # It goes in the Authorization header of every request: a token that cannot (a
+        # CR, a NUL, a non-ASCII letter) would fail each of them as a broken transport.
+        raise AuthorizationError(
+            "the token endpoint's access_token holds characters a header cannot carry",
+            step=step,
+            rule="RFC 6750 section 2.1",
         )
     assert isinstance(body, dict)
     kind = body.get("token_type")
@@ -153,7 +164,16 @@ async def token_request(
     sent = dict(_FORM)
     sent.update(headers or {})
     if client is not None:
-        sent.update(client_authentication(client, form, audience=endpoint, assertion=assertion))
+        if client.client_secret:
+            # Learnt again at each use: a secret registered once must not age out of the
+            # redactor behind the codes, tokens and proofs learnt since.
+            http.redactor.learn(client.client_secret)
+        added = client_authentication(client, form, audience=endpoint, assertion=assertion)
+        for value in added.values():
+            # client_secret_basic's credentials: the secret too, base64-encoded (a server
+            # may echo the header it refused).
+            http.redactor.learn(value.partition(" ")[2])
+        sent.update(added)
     return await http.send("POST", endpoint, step=step, headers=sent, form=form)
 
 
@@ -173,7 +193,7 @@ async def register(
     """
     answer = await http.send("POST", endpoint, step="registration", json=metadata)
     if answer.status not in (200, 201):
-        raise oauth_error(answer, "registration", "client registration")
+        raise oauth_error(answer, "registration", "client registration", http.redactor)
     body = answer.json()
     client_id = body.get("client_id") if isinstance(body, dict) else None
     if not isinstance(client_id, str) or not client_id:

@@ -83,11 +83,7 @@ class Exchanges:
                 )
                 response = await self.client.send(request, stream=True)
                 try:
-                    body = bytearray()
-                    async for chunk in response.aiter_raw():
-                        body += chunk
-                        if len(body) > MAX_DOCUMENT:
-                            break
+                    body = await _bounded_body(response)
                 finally:
                     await response.aclose()
         except trio.TooSlowError:
@@ -96,7 +92,7 @@ class Exchanges:
                 f"{step}: no answer from {self._where(url)} within {self.timeout:g} s",
                 step=step,
             ) from None
-        except (httpx.HTTPError, OSError, ValueError) as exc:
+        except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:
             self._report(method, url, type(exc).__name__)
             raise AuthorizationError(
                 f"{step}: {self._where(url)} could not be reached ({type(exc).__name__})",
@@ -116,3 +112,18 @@ class Exchanges:
     def _report(self, method: str, url: str, outcome: str) -> None:
         if self.on_http is not None:
             self.on_http(f"HTTP {method} {self._where(url)} -> {outcome}")
+
+
+async def _bounded_body(response: httpx.Response) -> bytearray:
+    """The body, read no further than just past :data:`MAX_DOCUMENT`. Reading stops by a
+    cancel, not a ``break``: the cancel runs out through httpx's chain of stream
+    iterators and ends each of them, where a ``break`` would leave them to the garbage
+    collector (and trio's warning that they were never closed)."""
+    body = bytearray()
+    with trio.CancelScope() as reading:
+        async for chunk in response.aiter_raw():
+            if len(body) <= MAX_DOCUMENT:  # chunks already buffered come without a read
+                body += chunk
+            if len(body) > MAX_DOCUMENT:
+                reading.cancel()
+    return body

@@ -29,7 +29,7 @@ from .._log import get_logger
 from ..protocol.errors import AuthorizationError, AuthorizationRequired, ConfigurationError
 from ..protocol.redact import Redactor, log_value
 from .challenge import bearer_params, shown
-from .endpoints import read_tokens, register, token_request
+from .endpoints import read_tokens, register
 from .fetch import Answer, Exchanges
 from .grants import AuthorizationCode, Authorize, Grant, GrantContext
 from .jose import DpopKey
@@ -42,6 +42,7 @@ from .metadata import (
     origin,
     protected_resource_urls,
     resource_matches,
+    web_url,
 )
 from .records import ClientInfo, TokenSet
 from .store import MemoryTokenStore, TokenStore
@@ -67,6 +68,10 @@ class Tries:
     refreshes: int = 0
     step_ups: int = 0
     nonces: int = 0
+    # False: a refresh (or a DPoP nonce) at most, never the flow or a step-up: for the
+    # requests no caller waits on (the GET stream, the closing DELETE), which a server
+    # could otherwise make ask the person again at every reopening.
+    may_authorize: bool = True
 
 
 @dataclass(slots=True)
@@ -222,8 +227,12 @@ class OAuth:
         server = self._servers.get(key)
         if server is None:
             server = self._servers[key] = _Server(url=server_url)
-        for secret in self.secrets():
-            redactor.learn(secret)
+        # With the secret of a client another connection registered (its tokens are
+        # learnt as they are sent: AuthSession.headers).
+        held = server.client.client_secret if server.client is not None else None
+        for secret in [*self.secrets(), held]:
+            if secret:
+                redactor.learn(secret)
         http = Exchanges(client, timeout=timeout, redactor=redactor, on_http=on_http)
         return AuthSession(self, server, http)
 
@@ -304,6 +313,7 @@ class AuthSession:
         self._server = server
         self._http = http
         self._log = _log.bind(target=http.redactor.log_value(origin(server.url), 80))
+        self._sent: TokenSet | None = None  # the tokens this session's redactor knows
 
     # -- the transport's side ---------------------------------------------------------
 
@@ -319,6 +329,11 @@ class AuthSession:
             tokens = server.tokens
         if tokens is None:
             return {}
+        if tokens is not self._sent:
+            # Obtained by another connection of this OAuth (with a redactor of its own),
+            # or by this one: known to this redactor before they go out.
+            self._learn_tokens(tokens)
+            self._sent = tokens
         if tokens.token_type == "DPoP" and server.dpop is not None:
             proof = server.dpop.proof(
                 method,
@@ -346,17 +361,24 @@ class AuthSession:
 
         Raises:
             AuthorizationRequired: authorization cannot help (the token just obtained was
-                refused, the step-ups ran out, or a person is needed and none is there).
+                refused, the step-ups or DPoP nonces ran out, or a person is needed and
+                none is there).
             AuthorizationError: a step of the flow failed.
         """
         status = response.status_code
         params = bearer_params(response.headers.get_list("www-authenticate"))
-        challenge = shown(params)
+        challenge = shown(params, self._http.redactor)
         self.observe(url, response)
         server = self._server
         if params.get("error") == "use_dpop_nonce" and server.dpop is not None:
             tries.nonces += 1
-            return tries.nonces <= 2
+            if tries.nonces > 2:
+                raise AuthorizationRequired(
+                    "the server refused each DPoP proof, asking for a new nonce every time",
+                    status=status,
+                    challenge=challenge,
+                )
+            return True
         if status == 403 and params.get("error") != "insufficient_scope":
             return False
         used = sent.get("Authorization", "").partition(" ")[2] or None
@@ -365,7 +387,7 @@ class AuthSession:
             if current is not None and current != used:
                 return True  # another request replaced the token meanwhile
             if status == 403:
-                if tries.step_ups >= self._oauth.max_step_ups:
+                if tries.step_ups >= self._oauth.max_step_ups or not tries.may_authorize:
                     raise AuthorizationRequired(
                         f"the server still refuses for scope after {tries.step_ups} step-ups",
                         status=403,
@@ -379,9 +401,11 @@ class AuthSession:
                 tries.refreshes += 1
                 if await self._refresh():
                     return True
-            if tries.flows >= 1:
+            if tries.flows >= 1 or not tries.may_authorize:
                 raise AuthorizationRequired(
-                    "the server refused the token it was just given",
+                    "the server refused the token it was just given"
+                    if tries.may_authorize
+                    else "the server refused the token, and only a POST runs the flow",
                     status=status,
                     challenge=challenge,
                 )
@@ -412,25 +436,32 @@ class AuthSession:
                     return server.tokens
         if oauth.dpop and server.dpop is None:
             server.dpop = DpopKey()
-        ctx = GrantContext(
+        tokens = await oauth.grant.obtain(self._context(params, scope, client))
+        server.scope = scope
+        server.tokens = tokens
+        await self._keep(tokens)
+        self._log.info("authorized", issuer=self._shown(server.issuer), scope=scope)
+        return tokens
+
+    def _context(
+        self, params: dict[str, str], scope: str | None, client: ClientInfo | None
+    ) -> GrantContext:
+        server = self._server
+        assert server.metadata is not None
+        assert server.issuer is not None
+        return GrantContext(
             http=self._http,
             metadata=server.metadata,
             issuer=server.issuer,
             resource=server.resource,
             scope=scope,
             client=client,
-            redirect_uri=oauth.redirect_uri,
+            redirect_uri=self._oauth.redirect_uri,
             learn=self._http.redactor.learn,
             dpop=server.dpop,
-            challenge=shown(params),
+            challenge=shown(params, self._http.redactor),
             nonces=server.nonces,
         )
-        tokens = await oauth.grant.obtain(ctx)
-        server.scope = scope
-        server.tokens = tokens
-        await self._keep(tokens)
-        self._log.info("authorized", issuer=self._shown(server.issuer), scope=scope)
-        return tokens
 
     async def _discover(self, resource_metadata: str | None) -> None:
         """Protected-resource metadata, then the authorization server's. A changed
@@ -458,6 +489,13 @@ class AuthSession:
                     rule="RFC 9728 section 3.3",
                 )
             issuer = prm.authorization_servers[0]
+            if not web_url(issuer):
+                raise AuthorizationError(
+                    f"the protected-resource metadata names {self._shown(issuer)!r} as its "
+                    "authorization server, which is not an http(s) URL",
+                    step="protected-resource-metadata",
+                    rule="RFC 9728 section 2",
+                )
             found = await self._auth_server(issuer, legacy=False)
             if found is None:
                 raise AuthorizationError(
@@ -478,7 +516,9 @@ class AuthSession:
         server.scopes_supported = prm.scopes_supported if prm is not None else None
 
     async def _protected_resource(self, from_challenge: str | None) -> ProtectedResource | None:
-        for url in protected_resource_urls(self._server.url, from_challenge):
+        # A challenge's URL the flow cannot fetch is as good as none: the well-known ones.
+        given = from_challenge if web_url(from_challenge) else None
+        for url in protected_resource_urls(self._server.url, given):
             answer = await self._http.send(
                 "GET", url, step="protected-resource-metadata", headers=_JSON
             )
@@ -519,6 +559,14 @@ class AuthSession:
                     step="authorization-server-metadata",
                     rule="RFC 8414 section 3.3",
                 )
+            for name in _ENDPOINTS:
+                endpoint = getattr(found, name)
+                if endpoint is not None and not web_url(endpoint):
+                    raise AuthorizationError(
+                        f"the authorization server metadata's {name} is not an http(s) URL",
+                        step="authorization-server-metadata",
+                        rule="RFC 8414 section 2",
+                    )
             return found
         return None
 
@@ -605,7 +653,8 @@ class AuthSession:
         asked = oauth.scopes or params.get("scope") or supported
         if step_up:
             granted = server.tokens.scope if server.tokens else None
-            asked = _union(_union(server.scope, granted), asked)
+            # The 403's scope is what is missing, whatever scope was configured.
+            asked = _union(_union(server.scope, granted), _union(asked, params.get("scope")))
         meta = server.metadata
         if (
             asked
@@ -625,16 +674,14 @@ class AuthSession:
         tokens = server.tokens
         if tokens is None or not tokens.refresh_token or server.metadata is None:
             return False
-        form = {"grant_type": "refresh_token", "refresh_token": tokens.refresh_token}
-        if server.resource is not None:
-            form["resource"] = server.resource
-        if not server.metadata.token_endpoint:
+        if not server.metadata.token_endpoint or server.issuer is None:
             return False
-        answer: Answer = await token_request(
-            self._http, server.metadata.token_endpoint, form, server.client, step="refresh"
-        )
+        form = {"grant_type": "refresh_token", "refresh_token": tokens.refresh_token}
+        # With the DPoP key the tokens are bound to, and its nonce (RFC 9449 section 5).
+        ctx = self._context({}, None, server.client)
+        answer: Answer = await ctx.token_answer(form, step="refresh")
         try:
-            fresh = read_tokens(answer, "refresh", tokens)
+            fresh = read_tokens(answer, "refresh", tokens, redactor=self._http.redactor)
         except AuthorizationError as exc:
             self._log.info("refresh refused", error=exc.error)
             server.tokens = None
@@ -666,6 +713,13 @@ class AuthSession:
 
 
 _JSON: Final = {"Accept": "application/json"}
+# The metadata's URLs the flow fetches or opens in a browser.
+_ENDPOINTS: Final = (
+    "authorization_endpoint",
+    "token_endpoint",
+    "registration_endpoint",
+    "revocation_endpoint",
+)
 
 
 def _same_issuer(found: str | None, expected: str) -> bool:

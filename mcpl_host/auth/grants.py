@@ -11,7 +11,6 @@ from typing import Final, Protocol
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from ..protocol.errors import AuthorizationError, AuthorizationRequired
-from ..protocol.redact import log_value
 from .endpoints import Assertion, oauth_error, read_tokens, token_request
 from .fetch import Answer, Exchanges
 from .jose import ClientAssertion, DpopKey
@@ -77,9 +76,34 @@ class GrantContext:
         assertion: Assertion | None = None,
         previous: TokenSet | None = None,
     ) -> TokenSet:
-        """One token request (``resource`` added), answered with tokens; a DPoP proof
-        goes with it when the session binds tokens, sent again once with the server's
-        nonce when it asks for one (RFC 9449 section 8)."""
+        """One token request (:meth:`token_answer`), answered with tokens.
+
+        Raises:
+            AuthorizationError: refused, unreachable, or an answer without a token.
+        """
+        answer = await self.token_answer(form, step=step, client=client, assertion=assertion)
+        tokens = read_tokens(answer, step, previous, redactor=self.http.redactor)
+        self.learn(tokens.access_token)
+        if tokens.refresh_token:
+            self.learn(tokens.refresh_token)
+        return tokens
+
+    async def token_answer(
+        self,
+        form: dict[str, str],
+        *,
+        step: str,
+        client: ClientInfo | None = None,
+        assertion: Assertion | None = None,
+    ) -> Answer:
+        """One token request (``resource`` added) and its answer, whatever it says; a
+        DPoP proof goes with it when the session binds tokens (the refresh of a bound
+        token included, RFC 9449 section 5), sent again once with the server's nonce
+        when it asks for one (section 8).
+
+        Raises:
+            AuthorizationError: no answer, or the server could not be reached.
+        """
         if self.resource is not None:
             form.setdefault("resource", self.resource)
         endpoint = self.token_endpoint
@@ -114,11 +138,7 @@ class GrantContext:
                 continue
             break
         assert answer is not None
-        tokens = read_tokens(answer, step, previous)
-        self.learn(tokens.access_token)
-        if tokens.refresh_token:
-            self.learn(tokens.refresh_token)
-        return tokens
+        return answer
 
 
 class Grant(Protocol):
@@ -179,8 +199,14 @@ class AuthorizationCode:
                 "for it, or give OAuth an authorize hook",
                 challenge=ctx.challenge,
             )
-        redirected = await self.authorize(url)
-        params = {k: v[0] for k, v in parse_qs(urlsplit(redirected).query).items()}
+        try:
+            redirected = await self.authorize(url)
+            returned = urlsplit(redirected).query
+        except Exception as exc:  # the embedder's hook: whatever it raises ends the flow
+            raise AuthorizationError(
+                f"the authorize hook failed ({type(exc).__name__})", step="authorization"
+            ) from exc
+        params = {k: v[0] for k, v in parse_qs(returned).items()}
         if "code" in params:
             ctx.learn(params["code"])
         self._check(params, state, ctx)
@@ -196,8 +222,9 @@ class AuthorizationCode:
     def _check(params: dict[str, str], state: str, ctx: GrantContext) -> None:
         """The authorization response: an error, the state (CSRF), then ``iss``
         compared as a string with the issuer (RFC 9207 section 2.4)."""
+        shown = ctx.http.redactor.log_value
         if "error" in params:
-            error = log_value(params["error"], 64)
+            error = shown(params["error"], 64)
             raise AuthorizationError(
                 f"the authorization server refused: {error}", step="authorization", error=error
             )
@@ -210,8 +237,8 @@ class AuthorizationCode:
         iss = params.get("iss")
         if iss is not None and iss != ctx.issuer:
             raise AuthorizationError(
-                f"the authorization response came from issuer {log_value(iss, 120)!r}, "
-                f"not {log_value(ctx.issuer, 120)!r}",
+                f"the authorization response came from issuer {shown(iss, 120)!r}, "
+                f"not {shown(ctx.issuer, 120)!r}",
                 step="authorization",
                 rule="RFC 9207 section 2.4",
             )
@@ -382,7 +409,12 @@ class EnterpriseManaged:
             ctx.http, self.idp_token_endpoint, form, self.idp_client, step="token-exchange"
         )
         if answer.status != 200:
-            raise oauth_error(answer, "token-exchange", "the identity provider's token exchange")
+            raise oauth_error(
+                answer,
+                "token-exchange",
+                "the identity provider's token exchange",
+                ctx.http.redactor,
+            )
         body = answer.json()
         jag = body.get("access_token") if isinstance(body, dict) else None
         if not isinstance(jag, str) or not jag:

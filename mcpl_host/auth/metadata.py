@@ -21,6 +21,7 @@ __all__ = [
     "origin",
     "protected_resource_urls",
     "resource_matches",
+    "web_url",
 ]
 
 _PRM: Final = "/.well-known/oauth-protected-resource"
@@ -56,6 +57,21 @@ class AuthServerMetadata(msgspec.Struct, frozen=True):
     dpop_signing_alg_values_supported: list[str] | None = None
 
 
+def web_url(url: object) -> bool:
+    """An absolute ``http(s)`` URL with a host and a valid port, printable ASCII without
+    spaces: the only kind the flow fetches, or hands to the person's browser (a hostile
+    server's ``javascript:`` or ``file:`` endpoint must never reach the authorize hook).
+    Raises nothing."""
+    if not isinstance(url, str) or not url.isascii() or not url.isprintable() or " " in url:
+        return False
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - validates the port
+    except ValueError:
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+
+
 def origin(url: str) -> str:
     """``scheme://host[:port]`` of ``url``, scheme and host lower case."""
     parts = urlsplit(url)
@@ -74,6 +90,8 @@ def resource_matches(advertised: str, server_url: str) -> bool:
     """Whether a protected-resource ``resource`` may stand for the server at
     ``server_url`` (RFC 9728 section 3.3): the same origin, and a path that is the
     server's own or one of its parents (a server may protect a whole tree)."""
+    if not web_url(advertised):
+        return False
     want = canonical_resource(server_url)
     have = canonical_resource(advertised)
     if origin(have) != origin(want):

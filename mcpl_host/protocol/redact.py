@@ -183,7 +183,14 @@ class Redactor:
         """Mask ``secret`` from now on too: a credential obtained while connected (an
         OAuth token, an authorization code, a DPoP proof) is learnt the moment it is
         had, before any log line or trace could show it."""
-        if len(secret) < _MIN_SECRET_LEN or secret in self.secrets:
+        if len(secret) < _MIN_SECRET_LEN:
+            return
+        if secret in self._learnt:
+            # Learnt again where it is used: still in use, so it ages from now (what is
+            # masked is the same; only the order of dropping changes).
+            self._learnt = (*(s for s in self._learnt if s != secret), secret)
+            return
+        if secret in self.secrets:
             return
         # Bounded: a server that issues token after token cannot grow the pattern (and
         # the cost of every redaction) without end; the oldest learnt secret goes first,

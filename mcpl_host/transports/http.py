@@ -375,7 +375,10 @@ class HttpTransport:
             AuthorizationRequired: 401 and no way to authorize (or still refused).
             AuthorizationError: the authorization flow failed.
         """
-        tries = Tries()
+        # A POST carries requests someone waits on: it may run the flow. The GET stream
+        # and the closing DELETE only refresh (a server refusing them must not make the
+        # host ask the person again at every reopening).
+        tries = Tries(may_authorize=method == "POST")
         while True:
             sent = await self._auth.headers(method, self.target.url) if self._auth else {}
             request = self._client.build_request(
@@ -401,9 +404,15 @@ class HttpTransport:
                     "the server requires authorization: give the target an auth "
                     "(docs/auth.md) or run `mcpl-host auth login` for it",
                     status=response.status_code,
-                    challenge=shown(params),
+                    challenge=shown(params, self._redactor),
                 )
-            await self._auth.rejected(self.target.url, response, sent, tries)
+            if not await self._auth.rejected(self.target.url, response, sent, tries):
+                # Not the flow's to remedy, and the answer is closed: the refusal stands.
+                raise AuthorizationRequired(
+                    "the server refused the request's authorization",
+                    status=response.status_code,
+                    challenge=shown(params, self._redactor),
+                )
         try:
             yield response
         finally:
