@@ -22,27 +22,22 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 import httpx
-import msgspec
 import trio
 
 from .._log import get_logger
 from ..protocol.errors import AuthorizationError, AuthorizationRequired, ConfigurationError
 from ..protocol.redact import Redactor, log_value
 from .challenge import bearer_params, shown
+from .clients import cimd_client, preregistered, registration_metadata, serves_redirect
+from .discovery import discover
 from .endpoints import read_tokens, register
 from .fetch import Answer, Exchanges
 from .grants import AuthorizationCode, Authorize, Grant, GrantContext
 from .jose import DpopKey
 from .metadata import (
     AuthServerMetadata,
-    ProtectedResource,
-    auth_server_urls,
     canonical_resource,
-    legacy_endpoints,
     origin,
-    protected_resource_urls,
-    resource_matches,
-    web_url,
 )
 from .records import ClientInfo, TokenSet
 from .store import MemoryTokenStore, TokenStore
@@ -55,8 +50,6 @@ _log = get_logger("mcpl_host.auth")
 Adapt = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 DEFAULT_REDIRECT_URI: Final = "http://127.0.0.1/callback"
-_PRM_DECODER: Final = msgspec.json.Decoder(ProtectedResource)
-_ASM_DECODER: Final = msgspec.json.Decoder(AuthServerMetadata)
 
 
 @dataclass(slots=True)
@@ -429,11 +422,18 @@ class AuthSession:
         scope = self._scope(params, step_up)
         if not step_up and client is not None:
             stored = await oauth.store.get_tokens(server.issuer, client.client_id, self._key())
-            if stored is not None and stored.access_token != refused:
+            # A DPoP-bound token is no use without its key, which died with its process.
+            usable = stored is not None and (stored.token_type != "DPoP" or server.dpop)
+            if stored is not None and usable and stored.access_token != refused:
                 self._learn_tokens(stored)
                 server.tokens = stored
                 if not stored.expiring() or (stored.refresh_token and await self._refresh()):
                     return server.tokens
+        unattended = oauth.grant.unattended(shown(params, self._http.redactor))
+        if unattended is not None:
+            raise unattended  # before registering a client nobody would use
+        if client is None and oauth.grant.interactive:
+            client = await self._register()
         if oauth.dpop and server.dpop is None:
             server.dpop = DpopKey()
         tokens = await oauth.grant.obtain(self._context(params, scope, client))
@@ -464,183 +464,77 @@ class AuthSession:
         )
 
     async def _discover(self, resource_metadata: str | None) -> None:
-        """Protected-resource metadata, then the authorization server's. A changed
-        authorization server drops the client known for the old one."""
+        """Discovery (discovery.py); a changed authorization server drops the client
+        and tokens known for the old one."""
         server = self._server
-        prm = await self._protected_resource(resource_metadata)
-        if prm is None:
-            # MCP 2025-03-26: no protected-resource metadata; the server's origin is the
-            # authorization server, with default endpoints when it has no metadata.
-            issuer = origin(server.url)
-            metadata = await self._auth_server(issuer, legacy=True) or legacy_endpoints(server.url)
-            resource = None
-        else:
-            if not prm.authorization_servers:
-                raise AuthorizationError(
-                    "the protected-resource metadata names no authorization server",
-                    step="protected-resource-metadata",
-                    rule="RFC 9728 section 2",
-                )
-            if prm.resource is not None and not resource_matches(prm.resource, server.url):
-                raise AuthorizationError(
-                    f"the protected-resource metadata is for {self._shown(prm.resource)!r}, "
-                    f"not this server ({self._shown(canonical_resource(server.url))!r})",
-                    step="protected-resource-metadata",
-                    rule="RFC 9728 section 3.3",
-                )
-            issuer = prm.authorization_servers[0]
-            if not web_url(issuer):
-                raise AuthorizationError(
-                    f"the protected-resource metadata names {self._shown(issuer)!r} as its "
-                    "authorization server, which is not an http(s) URL",
-                    step="protected-resource-metadata",
-                    rule="RFC 9728 section 2",
-                )
-            found = await self._auth_server(issuer, legacy=False)
-            if found is None:
-                raise AuthorizationError(
-                    f"no authorization server metadata for {self._shown(issuer)!r}",
-                    step="authorization-server-metadata",
-                    rule="RFC 8414 section 3",
-                )
-            metadata = found
-            resource = prm.resource or canonical_resource(server.url)
-        if server.issuer is not None and server.issuer != issuer:
-            self._log.info("authorization server changed", issuer=self._shown(issuer))
+        found = await discover(self._http, server.url, resource_metadata)
+        if server.issuer is not None and server.issuer != found.issuer:
+            self._log.info("authorization server changed", issuer=self._shown(found.issuer))
             server.client = None
             server.tokens = None
             server.scope = None
-        server.issuer = metadata.issuer or issuer
-        server.metadata = metadata
-        server.resource = resource
-        server.scopes_supported = prm.scopes_supported if prm is not None else None
-
-    async def _protected_resource(self, from_challenge: str | None) -> ProtectedResource | None:
-        # A challenge's URL the flow cannot fetch is as good as none: the well-known ones.
-        given = from_challenge if web_url(from_challenge) else None
-        for url in protected_resource_urls(self._server.url, given):
-            answer = await self._http.send(
-                "GET", url, step="protected-resource-metadata", headers=_JSON
-            )
-            if answer.status != 200:
-                continue
-            try:
-                return _PRM_DECODER.decode(answer.body)
-            except (msgspec.DecodeError, RecursionError):
-                raise AuthorizationError(
-                    f"the protected-resource metadata at {self._shown(url)} is malformed",
-                    step="protected-resource-metadata",
-                    rule="RFC 9728 section 3.2",
-                ) from None
-        return None
-
-    async def _auth_server(self, issuer: str, *, legacy: bool) -> AuthServerMetadata | None:
-        urls = auth_server_urls(issuer)
-        for url in urls[:1] if legacy else urls:
-            answer = await self._http.send(
-                "GET", url, step="authorization-server-metadata", headers=_JSON
-            )
-            if answer.status != 200:
-                continue
-            try:
-                found = _ASM_DECODER.decode(answer.body)
-            except (msgspec.DecodeError, RecursionError):
-                raise AuthorizationError(
-                    f"the authorization server metadata at {self._shown(url)} is malformed",
-                    step="authorization-server-metadata",
-                    rule="RFC 8414 section 3.2",
-                ) from None
-            # RFC 8414 section 3.3: the issuer it names is the one its URL was built
-            # from, compared as strings (a root issuer with or without its slash).
-            if not _same_issuer(found.issuer, issuer):
-                raise AuthorizationError(
-                    f"the authorization server metadata names issuer "
-                    f"{self._shown(found.issuer or '')!r}, not {self._shown(issuer)!r}",
-                    step="authorization-server-metadata",
-                    rule="RFC 8414 section 3.3",
-                )
-            for name in _ENDPOINTS:
-                endpoint = getattr(found, name)
-                if endpoint is not None and not web_url(endpoint):
-                    raise AuthorizationError(
-                        f"the authorization server metadata's {name} is not an http(s) URL",
-                        step="authorization-server-metadata",
-                        rule="RFC 8414 section 2",
-                    )
-            return found
-        return None
+        server.issuer = found.issuer
+        server.metadata = found.metadata
+        server.resource = found.resource
+        server.scopes_supported = found.scopes_supported
 
     async def _client(self) -> ClientInfo | None:
-        """The client in the spec's order: pre-registered, kept for this issuer, a
-        Client ID Metadata Document, then dynamic registration. None for a grant that
-        brings its own."""
+        """The client known without asking the server for one: pre-registered, kept
+        (in memory or the store) for this issuer, or a Client ID Metadata Document.
+        None for a grant that brings its own, or when only registration is left."""
         server = self._server
         oauth = self._oauth
-        assert server.metadata is not None
         assert server.issuer is not None
+        assert server.metadata is not None
         if not oauth.grant.interactive:
             return None
         if oauth.client_id is not None:
-            server.client = ClientInfo(
-                client_id=oauth.client_id,
-                client_secret=oauth.client_secret,
-                token_endpoint_auth_method=oauth.token_endpoint_auth_method
-                or ("client_secret_basic" if oauth.client_secret else "none"),
-                redirect_uris=(oauth.redirect_uri,),
-                source="preregistered",
+            server.client = preregistered(
+                oauth.client_id,
+                oauth.client_secret,
+                oauth.token_endpoint_auth_method,
+                oauth.redirect_uri,
             )
-            return server.client
-        if server.client is not None:
-            return server.client
-        kept = await oauth.store.get_client(server.issuer)
-        if kept is not None and not kept.expired() and oauth.redirect_uri in kept.redirect_uris:
-            if kept.client_secret:
-                self._http.redactor.learn(kept.client_secret)
-            server.client = kept
-            return kept
-        meta = server.metadata
-        if oauth.client_metadata_url is not None and meta.client_id_metadata_document_supported:
-            server.client = ClientInfo(
-                client_id=oauth.client_metadata_url,
-                redirect_uris=(oauth.redirect_uri,),
-                source="cimd",
-            )
-        elif meta.registration_endpoint:
-            server.client = await register(
-                self._http,
-                meta.registration_endpoint,
-                self._registration(meta),
-                learn=self._http.redactor.learn,
-            )
-        else:
+        elif server.client is None:
+            kept = await oauth.store.get_client(server.issuer)
+            if (
+                kept is not None
+                and not kept.expired()
+                and serves_redirect(kept, oauth.redirect_uri)
+            ):
+                if kept.client_secret:
+                    self._http.redactor.learn(kept.client_secret)
+                server.client = kept
+            elif (
+                oauth.client_metadata_url and server.metadata.client_id_metadata_document_supported
+            ):
+                server.client = cimd_client(oauth.client_metadata_url, oauth.redirect_uri)
+                await oauth.store.set_client(server.issuer, server.client)
+        return server.client
+
+    async def _register(self) -> ClientInfo:
+        """RFC 7591 registration, kept for the issuer.
+
+        Raises:
+            AuthorizationError: the server has no registration endpoint, or refused.
+        """
+        server = self._server
+        oauth = self._oauth
+        assert server.issuer is not None
+        assert server.metadata is not None
+        endpoint = server.metadata.registration_endpoint
+        if not endpoint:
             raise AuthorizationError(
                 "the authorization server offers no way to register: configure a client id",
                 step="registration",
                 rule="MCP authorization, client registration",
             )
+        metadata = registration_metadata(server.metadata, oauth.client_name, oauth.redirect_uri)
+        server.client = await register(
+            self._http, endpoint, metadata, learn=self._http.redactor.learn
+        )
         await oauth.store.set_client(server.issuer, server.client)
         return server.client
-
-    def _registration(self, meta: AuthServerMetadata) -> dict[str, Any]:
-        """RFC 7591 client metadata for a native application on a loopback redirect."""
-        supported = meta.token_endpoint_auth_methods_supported
-        method = "none"
-        if supported is not None and "none" not in supported:
-            method = next(
-                (m for m in ("client_secret_basic", "client_secret_post") if m in supported),
-                "client_secret_basic",
-            )
-        grants = ["authorization_code"]
-        if meta.grant_types_supported is None or "refresh_token" in meta.grant_types_supported:
-            grants.append("refresh_token")
-        return {
-            "client_name": self._oauth.client_name,
-            "redirect_uris": [self._oauth.redirect_uri],
-            "grant_types": grants,
-            "response_types": ["code"],
-            "token_endpoint_auth_method": method,
-            "application_type": "native",
-        }
 
     def _scope(self, params: dict[str, str], step_up: bool) -> str | None:
         """The spec's order: configured, the challenge's, the protected resource's
@@ -677,8 +571,10 @@ class AuthSession:
         if not server.metadata.token_endpoint or server.issuer is None:
             return False
         form = {"grant_type": "refresh_token", "refresh_token": tokens.refresh_token}
-        # With the DPoP key the tokens are bound to, and its nonce (RFC 9449 section 5).
-        ctx = self._context({}, None, server.client)
+        # With the DPoP key the tokens are bound to, and its nonce (RFC 9449 section 5);
+        # a machine's grant authenticates as the client it names.
+        client = server.client or getattr(self._oauth.grant, "client", None)
+        ctx = self._context({}, None, client if isinstance(client, ClientInfo) else None)
         answer: Answer = await ctx.token_answer(form, step="refresh")
         try:
             fresh = read_tokens(answer, "refresh", tokens, redactor=self._http.redactor)
@@ -710,27 +606,6 @@ class AuthSession:
 
     def _shown(self, text: str) -> str:
         return log_value(self._http.redactor.redact(text), 160)
-
-
-_JSON: Final = {"Accept": "application/json"}
-# The metadata's URLs the flow fetches or opens in a browser.
-_ENDPOINTS: Final = (
-    "authorization_endpoint",
-    "token_endpoint",
-    "registration_endpoint",
-    "revocation_endpoint",
-)
-
-
-def _same_issuer(found: str | None, expected: str) -> bool:
-    """RFC 8414 section 3.3: simple string comparison, except that a root issuer is
-    the same with or without its trailing slash."""
-    if found is None:
-        return False
-    if found == expected:
-        return True
-    short, long = sorted((found, expected), key=len)
-    return long == f"{short}/" and urlsplit(short).path == ""
 
 
 def _union(first: str | None, second: str | None) -> str | None:

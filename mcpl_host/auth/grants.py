@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Final, Protocol
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from ..protocol.errors import AuthorizationError, AuthorizationRequired
+from ..protocol.errors import AuthorizationError, AuthorizationRequired, McplHostError
 from .endpoints import Assertion, oauth_error, read_tokens, token_request
 from .fetch import Answer, Exchanges
 from .jose import ClientAssertion, DpopKey
@@ -146,6 +146,10 @@ class Grant(Protocol):
 
     interactive: bool
 
+    def unattended(self, challenge: dict[str, str]) -> AuthorizationRequired | None:
+        """The error to raise when the grant would need a person and has none to ask
+        (before anything is registered for it); None when it can go on."""
+
     async def obtain(self, ctx: GrantContext) -> TokenSet: ...
 
 
@@ -157,6 +161,15 @@ class AuthorizationCode:
 
     def __init__(self, authorize: Authorize | None) -> None:
         self.authorize = authorize
+
+    def unattended(self, challenge: dict[str, str]) -> AuthorizationRequired | None:
+        if self.authorize is not None:
+            return None
+        return AuthorizationRequired(
+            "the server needs authorization by a person: run `mcpl-host auth login` "
+            "for it, or give OAuth an authorize hook",
+            challenge=challenge,
+        )
 
     async def obtain(self, ctx: GrantContext) -> TokenSet:
         meta = ctx.metadata
@@ -193,15 +206,15 @@ class AuthorizationCode:
             query["resource"] = ctx.resource
         endpoint = meta.authorization_endpoint
         url = endpoint + ("&" if urlsplit(endpoint).query else "?") + urlencode(query)
-        if self.authorize is None:
-            raise AuthorizationRequired(
-                "the server needs authorization by a person: run `mcpl-host auth login` "
-                "for it, or give OAuth an authorize hook",
-                challenge=ctx.challenge,
-            )
+        unattended = self.unattended(ctx.challenge)
+        if unattended is not None:
+            raise unattended
+        assert self.authorize is not None
         try:
             redirected = await self.authorize(url)
             returned = urlsplit(redirected).query
+        except McplHostError:
+            raise  # the hook's own word (LoopbackRedirect: no redirect in time)
         except Exception as exc:  # the embedder's hook: whatever it raises ends the flow
             raise AuthorizationError(
                 f"the authorize hook failed ({type(exc).__name__})", step="authorization"
@@ -263,6 +276,9 @@ class ClientCredentials:
 
     interactive = False
 
+    def unattended(self, challenge: dict[str, str]) -> AuthorizationRequired | None:  # noqa: ARG002
+        return None  # a machine's grant needs nobody
+
     def __init__(
         self,
         client_id: str,
@@ -315,6 +331,9 @@ class JwtBearer:
 
     interactive = False
 
+    def unattended(self, challenge: dict[str, str]) -> AuthorizationRequired | None:  # noqa: ARG002
+        return None  # a machine's grant needs nobody
+
     def __init__(
         self,
         assertion: Callable[[], Awaitable[str]],
@@ -355,6 +374,9 @@ class EnterpriseManaged:
     JWT bearer grant (RFC 7523) turns into an access token there."""
 
     interactive = False
+
+    def unattended(self, challenge: dict[str, str]) -> AuthorizationRequired | None:  # noqa: ARG002
+        return None  # a machine's grant needs nobody
 
     def __init__(
         self,

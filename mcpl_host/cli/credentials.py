@@ -5,19 +5,14 @@ unless it authorizes some other way (a ``--bearer`` or ``Authorization`` header,
 config ``auth`` of ``bearer`` or ``none``). ``connect`` and ``call`` use it without a
 person (stored or refreshable tokens only); ``auth login`` runs it with a browser.
 
-A login listens for its redirect on a loopback port chosen then, and the client it
-registers names that URI; a later ``connect`` has no listener, so no port.
-:class:`AnyLoopbackPort` lets the ``connect`` find the client the login registered (and
-so its tokens): loopback redirect URIs that differ only in the port are one URI for a
-native client (RFC 8252 section 7.3), and a ``connect`` never sends one anyway.
+A login listens for its redirect on a loopback port chosen then (the port of an
+earlier login's registration where it can, so the registration is used again).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Final
-from urllib.parse import urlsplit
 
 from ..auth import (
     DEFAULT_REDIRECT_URI,
@@ -29,6 +24,7 @@ from ..auth import (
     TokenSet,
     TokenStore,
 )
+from ..auth.clients import loopback
 from ..auth.grants import Authorize
 from ..auth.metadata import resource_matches
 from ..config import AuthSpec
@@ -36,7 +32,6 @@ from ..protocol.errors import ConfigurationError
 
 __all__ = [
     "CALLBACK_PATH",
-    "AnyLoopbackPort",
     "Recording",
     "connect_oauth",
     "entries_for",
@@ -47,7 +42,6 @@ __all__ = [
 ]
 
 CALLBACK_PATH: Final = "/callback"
-_LOOPBACK_HOSTS: Final = ("127.0.0.1", "::1", "localhost")
 
 
 def user_store() -> FileTokenStore | MemoryTokenStore:
@@ -84,57 +78,10 @@ def oauth_for(
 
 
 def connect_oauth(spec: AuthSpec | None, store: TokenStore) -> OAuth:
-    """The OAuth of a ``connect`` or ``call``: no person to ask, the logins' clients
-    found whatever port they listened on. Raises ConfigurationError as :func:`oauth_for`."""
-    return oauth_for(spec, AnyLoopbackPort(store, DEFAULT_REDIRECT_URI))
-
-
-def _loopback(uri: str) -> tuple[str, str, int | None] | None:
-    """(host, path, port) of an ``http://`` loopback redirect URI, else None."""
-    try:
-        parts = urlsplit(uri)
-        port = parts.port
-    except ValueError:
-        return None
-    host = (parts.hostname or "").lower()
-    if parts.scheme != "http" or host not in _LOOPBACK_HOSTS or parts.query:
-        return None
-    return host, parts.path, port
-
-
-class AnyLoopbackPort:
-    """A :class:`~mcpl_host.auth.TokenStore` whose kept registrations also serve
-    ``redirect_uri`` when they name the same loopback host and path on another port.
-    Everything else goes to ``store`` as it is."""
-
-    def __init__(self, store: TokenStore, redirect_uri: str) -> None:
-        self.store = store
-        self.redirect_uri = redirect_uri
-        self._mine = _loopback(redirect_uri)
-
-    async def get_client(self, issuer: str) -> ClientInfo | None:
-        kept = await self.store.get_client(issuer)
-        if kept is None or self._mine is None or self.redirect_uri in kept.redirect_uris:
-            return kept
-        host, path, _ = self._mine
-        for uri in kept.redirect_uris:
-            theirs = _loopback(uri)
-            if theirs is not None and theirs[:2] == (host, path):
-                return dataclasses.replace(
-                    kept, redirect_uris=(*kept.redirect_uris, self.redirect_uri)
-                )
-        return kept
-
-    async def set_client(self, issuer: str, client: ClientInfo | None) -> None:
-        await self.store.set_client(issuer, client)
-
-    async def get_tokens(self, issuer: str, client_id: str, resource: str) -> TokenSet | None:
-        return await self.store.get_tokens(issuer, client_id, resource)
-
-    async def set_tokens(
-        self, issuer: str, client_id: str, resource: str, tokens: TokenSet | None
-    ) -> None:
-        await self.store.set_tokens(issuer, client_id, resource, tokens)
+    """The OAuth of a ``connect`` or ``call``: no person to ask (a login's client is
+    found whatever loopback port it listened on: auth/clients.py). Raises
+    ConfigurationError as :func:`oauth_for`."""
+    return oauth_for(spec, store)
 
 
 class Recording:
@@ -201,7 +148,7 @@ async def registered_port(store: FileTokenStore, url: str) -> int | None:
         for issuer in issuers:
             client = await store.get_client(issuer)
             for uri in client.redirect_uris if client is not None else ():
-                found = _loopback(uri)
+                found = loopback(uri)
                 if found is not None and found[0] == "127.0.0.1" and found[1] == CALLBACK_PATH:
                     return found[2]
     except (ConfigurationError, OSError):

@@ -299,8 +299,10 @@ async def test_a_refused_refresh_token_falls_back_to_a_full_authorization() -> N
 
 async def test_a_token_about_to_expire_is_refreshed_before_the_request() -> None:
     with ScriptedAuth() as server, trio.fail_after(10):
-        server.token_lifetime = 5  # inside the host's refresh margin from the start
+        # Refreshed a tenth of its life before its end: at 0.9 s of a 1 s token.
+        server.token_lifetime = 1
         async with connection(server, oauth_for(server)) as conn:
+            await trio.sleep(0.95)
             before = len(server.seen)
             assert await conn.request("tools/list", {}) == {"tools": []}
             after = [(s.line, s.form.get("grant_type")) for s in server.seen[before:]]
@@ -320,6 +322,7 @@ async def test_without_a_person_the_flow_stops_before_the_authorization_endpoint
         lines = server.lines()
     assert caught.value.status == 401
     assert caught.value.challenge == {"resource_metadata": server.prm_url}
+    assert "POST /register" not in lines  # nothing registered that nobody would use
     assert "GET /authorize" not in lines
     assert "POST /token" not in lines
     assert lines.count("POST /mcp") == 1
@@ -447,6 +450,20 @@ async def test_an_authorize_hook_that_fails_ends_the_flow_with_an_authorization_
         assert isinstance(caught.value.__cause__, BrowserClosed)
     # A refusal of the flow, not a broken transport.
     assert not [e for e in logs if e["event"] == "HTTP request failed"]
+
+
+async def test_an_authorize_hooks_own_authorization_required_is_raised_as_it_is() -> None:
+    # LoopbackRedirect says "no redirect in time" so: the person is still needed, which
+    # is not a failure of the authorization server.
+    with ScriptedAuth() as server, trio.fail_after(10):
+
+        async def hook(url: str) -> str:
+            raise AuthorizationRequired("no authorization redirect arrived within 1 s")
+
+        with pytest.raises(AuthorizationRequired) as caught:
+            async with connection(server, OAuth(authorize=hook, redirect_uri=REDIRECT)):
+                pass
+    assert "no authorization redirect" in caught.value.message
 
 
 @pytest.mark.parametrize("configured", [None, "files:read"])

@@ -1,5 +1,5 @@
 """Discovery's URL rules (mcpl_host/auth/metadata.py), the issuer comparison of RFC 8414
-section 3.3 (flow._same_issuer) and PKCE S256 (pkce.py): URLs and strings in, decisions
+section 3.3 (discovery.same_issuer) and PKCE S256 (pkce.py): URLs and strings in, decisions
 out."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from mcpl_host.auth.flow import _same_issuer
+from mcpl_host.auth.clients import serves_redirect
+from mcpl_host.auth.discovery import same_issuer as _same_issuer
 from mcpl_host.auth.metadata import (
     auth_server_urls,
     canonical_resource,
@@ -19,6 +20,7 @@ from mcpl_host.auth.metadata import (
     web_url,
 )
 from mcpl_host.auth.pkce import challenge_of, new_state, new_verifier
+from mcpl_host.auth.records import ClientInfo
 
 PRM = "/.well-known/oauth-protected-resource"
 OAUTH = "/.well-known/oauth-authorization-server"
@@ -227,3 +229,26 @@ def test_pkce_verifiers_are_fresh_and_of_the_allowed_alphabet_and_length() -> No
 )
 def test_web_url(url: object, ok: bool) -> None:
     assert web_url(url) is ok
+
+
+@pytest.mark.parametrize(
+    ("registered", "wanted", "serves"),
+    [
+        ("http://127.0.0.1:5555/callback", "http://127.0.0.1/callback", True),
+        ("http://127.0.0.1:5555/callback", "http://127.0.0.1:6666/callback", True),
+        ("http://[::1]:5555/callback", "http://[::1]/callback", True),
+        ("http://localhost:5555/callback", "http://localhost:1/callback", True),
+        ("http://127.0.0.1:5555/callback", "http://127.0.0.1:5555/other", False),
+        ("http://127.0.0.1:5555/callback", "http://localhost:5555/callback", False),
+        ("https://app.example/callback", "https://app.example:8443/callback", False),
+        ("http://10.0.0.1:5555/callback", "http://10.0.0.1/callback", False),
+        ("http://127.0.0.1:5555/callback?x=1", "http://127.0.0.1/callback?x=1", False),
+        ("https://app.example/callback", "https://app.example/callback", True),
+    ],
+)
+def test_a_kept_registration_serves_its_loopback_redirect_on_any_port(
+    registered: str, wanted: str, serves: bool
+) -> None:
+    # RFC 8252 section 7.3: only the port of a loopback redirect may differ.
+    client = ClientInfo(client_id="c", redirect_uris=(registered,))
+    assert serves_redirect(client, wanted) is serves

@@ -152,9 +152,10 @@ async def test_every_waiting_request_fails_with_the_typed_error() -> None:
 async def test_a_dpop_client_refreshes_with_a_proof() -> None:
     with ScriptedAuth() as server, trio.fail_after(10):
         server.token_type = "DPoP"
-        server.token_lifetime = 5  # inside the refresh margin: refreshed before each use
+        server.token_lifetime = 1  # refreshed from 0.9 s on
         oauth = OAuth(authorize=server.browser, redirect_uri=REDIRECT, dpop=True)
         async with Connection(server.target(oauth), versions=VERSIONS) as conn:
+            await trio.sleep(0.95)
             assert await conn.request("tools/list", {}) == {"tools": []}
         tokens = server.requests("POST /token")
         authorizations = server.requests("GET /authorize")
