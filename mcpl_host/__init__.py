@@ -56,6 +56,8 @@ from .manager import (
 from .mcpl.host import Mcpl, McplContext
 from .protocol.envelope import Outcome, RequestId
 from .protocol.errors import (
+    AuthorizationError,
+    AuthorizationRequired,
     CapabilityDenied,
     ConfigurationError,
     ConnectionClosed,
@@ -94,6 +96,8 @@ __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
     "KNOWN_REVISIONS",
     "PROFILES",
+    "AuthorizationError",
+    "AuthorizationRequired",
     "CallToolResult",
     "CapabilityDenied",
     "Closed",

@@ -252,3 +252,17 @@ def test_a_kept_registration_serves_its_loopback_redirect_on_any_port(
     # RFC 8252 section 7.3: only the port of a loopback redirect may differ.
     client = ClientInfo(client_id="c", redirect_uris=(registered,))
     assert serves_redirect(client, wanted) is serves
+
+
+@pytest.mark.parametrize(
+    ("url", "canonical"),
+    [
+        ("https://H.example:443/mcp", "https://h.example/mcp"),
+        ("http://h.example:80/mcp/", "http://h.example/mcp"),
+        ("https://h.example:8443/mcp", "https://h.example:8443/mcp"),
+        ("http://h.example:443/mcp", "http://h.example:443/mcp"),
+    ],
+)
+def test_the_canonical_uri_drops_the_schemes_default_port(url: str, canonical: str) -> None:
+    assert canonical_resource(url) == canonical
+    assert resource_matches(canonical, url)
