@@ -47,6 +47,7 @@ from ..protocol.errors import (
     ConfigurationError,
     ConnectionClosed,
     McplHostError,
+    RequestError,
     RequestTimeout,
     TransportError,
 )
@@ -415,9 +416,11 @@ class Driver(OwnsNursery):
             transport.on_http = lambda text: on_wire("http", text.encode())
 
     def _fail_requests(self, epoch: Epoch, request_ids: list[Any], error: McplHostError) -> None:
-        """The transport failed ``request_ids`` with a typed error of its own (an HTTP
-        401 that could not be authorized, say): the handshake's request fails the
-        connect with it, every other request is settled with it."""
+        """The transport failed ``request_ids`` at the HTTP level, with a typed error of
+        its own: every request is settled with it. The handshake's request is judged by
+        the handshake's own rule when the error stands for an answer (a -32603 for an
+        HTTP refusal: initialize fails, server/discover may fall back), and fails the
+        connect as it is otherwise (authorization)."""
         error.server = self.name
         handshake = epoch.handshake
         for request_id in request_ids:
@@ -426,8 +429,11 @@ class Driver(OwnsNursery):
                 and epoch.handshake_step is None
                 and request_id == handshake.request_id
             ):
-                epoch.handshake_step = Failed(error)
-                epoch.handshake_done.set()
+                if isinstance(error, RequestError) and error.code is not None:
+                    self._inbound.answer_handshake(epoch, request_id, error)
+                else:
+                    epoch.handshake_step = Failed(error)
+                    epoch.handshake_done.set()
                 continue
             pending = self._outbound.pending.get(request_id) if type(request_id) is int else None
             if pending is not None and pending.epoch is epoch and not pending.settled:

@@ -194,6 +194,16 @@ class Inbound:
             # message, or a traceback's, can carry what the peer sent.
             epoch.log.exception("internal error while handling a message")
 
+    def answer_handshake(self, epoch: Epoch, request_id: int, error: RequestError) -> None:
+        """The transport's own error answer to the handshake's request (an HTTP refusal
+        as a -32603): judged by the handshake's rule as an answer read from the wire
+        would be, but never traced as one (it was never on the wire)."""
+        member = {"code": error.code, "message": error.error_message}
+        answer = Response(
+            request_id, "integer", error=Raw(msgspec.json.encode(member)), jsonrpc2=True
+        )
+        self._during_handshake(epoch, answer)
+
     def _during_handshake(self, epoch: Epoch, message: Classified | Batch) -> None:
         assert epoch.handshake is not None
         step = epoch.handshake.receive(message)

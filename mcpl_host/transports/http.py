@@ -55,9 +55,11 @@ from ..auth.challenge import bearer_params, shown
 from ..auth.flow import Tries
 from ..protocol.discover import PROTOCOL_VERSION
 from ..protocol.errors import (
+    INTERNAL_ERROR,
     AuthorizationError,
     AuthorizationRequired,
     McplHostError,
+    RequestError,
     TransportError,
 )
 from ..protocol.profiles import PROFILES
@@ -297,9 +299,9 @@ class HttpTransport:
         self._broken = report
 
     def on_failed_requests(self, report: Callable[[list[Any], McplHostError], None]) -> None:
-        """``report(ids, error)``: requests that failed on an HTTP-level refusal the
-        transport types (authorization), settled with that error: no JSON-RPC answer is
-        made up for them."""
+        """``report(ids, error)``: requests that failed at the HTTP level (a refusal, a
+        timeout, authorization, a body past the bound), settled with that error: no
+        JSON-RPC answer is made up for them."""
         self._failed = report
 
     def _trace_http(self, text: str) -> None:
@@ -498,7 +500,9 @@ class HttpTransport:
         except (trio.TooSlowError, httpx.TimeoutException) as exc:
             # A slow answer fails the requests it carried, not the session.
             self._log.warning("HTTP request timed out", error=type(exc).__name__)
-            await self._unanswered(waiting, f"no response within {self.target.timeout:g} s")
+            why = f"no response within {self.target.timeout:g} s"
+            self._trace_http(f"HTTP POST {self.description} -> {why}")
+            await self._unanswered(waiting, why)
         except (AuthorizationRequired, AuthorizationError) as exc:
             # Not the session's end either: each request it carried fails with the
             # typed error (a later request may find the server authorized).
@@ -597,6 +601,7 @@ class HttpTransport:
             await self._json(body, waiting)
             return
         self._log.warning("HTTP error", status=status)
+        self._trace_http(f"HTTP POST {self.description} -> {status}")
         await self._unanswered(waiting, f"HTTP {status}")
 
     async def _take(self, payload: bytes, waiting: set[Any]) -> int:
@@ -613,19 +618,21 @@ class HttpTransport:
     async def _unanswered(
         self, waiting: set[Any], why: str, error: McplHostError | None = None
     ) -> None:
-        """Settle the requests a POST will never answer, rather than let them wait: with
-        ``error`` through the connection when there is one (nothing made up on the
-        wire), else with a -32603 answer naming ``why``."""
-        if error is not None and self._failed is not None:
-            ids = sorted(waiting, key=repr)
-            waiting.clear()
-            self._failed(ids, error)
+        """Settle the requests a POST will never answer, rather than let them wait:
+        through the connection when there is one, with ``error`` (else a -32603
+        :class:`RequestError` naming ``why``), so no JSON-RPC answer is made up on the
+        wire; without a connection above, with a -32603 answer line."""
+        ids = sorted(waiting, key=repr)
+        waiting.clear()
+        if not ids:
             return
-        for request_id in sorted(waiting, key=repr):
-            member = {"code": -32603, "message": f"no answer over HTTP: {why}"}
+        if self._failed is not None:
+            self._failed(ids, error or RequestError(INTERNAL_ERROR, f"no answer over HTTP: {why}"))
+            return
+        for request_id in ids:
+            member = {"code": INTERNAL_ERROR, "message": f"no answer over HTTP: {why}"}
             answer = {"jsonrpc": "2.0", "id": request_id, "error": member}
             await self._deliver(msgspec.json.encode(answer))
-        waiting.clear()
 
     async def _deliver(self, payload: bytes) -> None:
         if not payload.strip():

@@ -15,7 +15,7 @@ import trio
 
 from mcpl_host import Connection, HttpTarget
 from mcpl_host.auth import OAuth
-from mcpl_host.protocol.errors import AuthorizationError, AuthorizationRequired
+from mcpl_host.protocol.errors import AuthorizationError, AuthorizationRequired, InitializeError
 
 from .scripted_as import PROTOCOL_VERSION, Reply, ScriptedAuth, Seen
 
@@ -54,6 +54,24 @@ async def test_a_401_without_auth_fails_connect_with_the_challenge_and_no_made_u
     assert directions.count("out") == 1  # initialize
     http = [line.decode() for direction, line in wire if direction == "http"]
     assert http == [f"HTTP POST {server.mcp_url} -> 401"]
+
+
+async def test_an_initialize_refused_with_http_500_is_judged_by_the_handshake_not_traced() -> None:
+    # The transport's -32603 for the refusal goes to the handshake's own rule (initialize
+    # fails with the InitializeError it always did), never through the reader as a line.
+    wire: list[tuple[str, bytes]] = []
+    with ScriptedAuth() as server, trio.fail_after(10):
+        server.guard = lambda _seen: Reply(500, {}, {})
+        with pytest.raises(InitializeError) as caught:
+            async with Connection(
+                HttpTarget(server.mcp_url, timeout=5),
+                versions=["2025-11-25"],
+                on_wire=lambda direction, line: wire.append((direction, line)),
+            ):
+                pass
+    assert caught.value.code == -32603
+    assert "HTTP 500" in caught.value.server_message
+    assert [direction for direction, _line in wire] == ["out", "http"]
 
 
 async def test_a_403_without_insufficient_scope_is_the_servers_answer_not_the_flows() -> None:

@@ -432,3 +432,28 @@ async def test_an_event_past_the_bound_on_the_get_stream_is_dropped_with_one_log
         assert [a["id"] for a in host_answers(server)] == ["after"]
     dropped = [e for e in logs if e["event"] == "SSE event dropped"]
     assert [(e["log_level"], e["stream"]) for e in dropped] == [("warning", "GET")]
+
+
+async def test_an_http_refusal_is_traced_as_http_and_no_json_rpc_answer_is_made_up() -> None:
+    # Issue 19: the request fails with the -32603 it always did, but the wire watch sees
+    # the HTTP exchange, not a JSON-RPC error the server never sent.
+    def answer(message: dict[str, Any], session: str | None) -> Any:
+        if message.get("method") == "tools/call":
+            return 500
+        return None if "id" not in message else result(message, {})
+
+    wire: list[tuple[str, bytes]] = []
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10):
+        async with Connection(
+            HttpTarget(server.url),
+            versions=["2025-11-25"],
+            on_wire=lambda direction, line: wire.append((direction, line)),
+        ) as conn:
+            with pytest.raises(RequestError) as refused:
+                await conn.request("tools/call", {"name": "x"})
+    assert refused.value.code == -32603
+    assert "HTTP 500" in refused.value.error_message
+    inbound = [line for direction, line in wire if direction == "in"]
+    assert not any(b"no answer over HTTP" in line for line in inbound)
+    http = [line.decode() for direction, line in wire if direction == "http"]
+    assert http == [f"HTTP POST {server.url} -> 500"]
