@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .file_store import FileTokenStore, StoredEntry, default_auth_file
+from .file_store import FileTokenStore, StoredEntry, default_auth_file, user_store
 from .flow import DEFAULT_REDIRECT_URI, AuthSession, OAuth
 from .grants import (
     AuthorizationCode,
@@ -37,4 +37,5 @@ __all__ = [
     "TokenSet",
     "TokenStore",
     "default_auth_file",
+    "user_store",
 ]

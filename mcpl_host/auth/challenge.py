@@ -15,7 +15,7 @@ from typing import Final
 
 from ..protocol.redact import Redactor, log_value
 
-__all__ = ["Challenge", "parse_challenges", "shown"]
+__all__ = ["Challenge", "bearer_params", "parse_challenges", "shown", "wants_authorization"]
 
 _TOKEN: Final = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 _SCHEME: Final = re.compile(rf"\s*({_TOKEN})(?=\s|,|$)")
@@ -87,6 +87,13 @@ def bearer_params(headers: list[str]) -> dict[str, str]:
             if challenge.scheme in ("bearer", "dpop"):
                 return challenge.params
     return {}
+
+
+def wants_authorization(status: int, params: dict[str, str]) -> bool:
+    """Whether a refusal is authorization's to answer: a 401, or a 403 asking for more
+    scope (``insufficient_scope``, RFC 6750 section 3.1). Any other 403 is the request's
+    answer."""
+    return status == 401 or (status == 403 and params.get("error") == "insufficient_scope")
 
 
 def shown(params: dict[str, str], redactor: Redactor | None = None) -> dict[str, str]:

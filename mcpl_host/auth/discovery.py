@@ -86,7 +86,13 @@ async def discover(http: Exchanges, server_url: str, from_challenge: str | None)
             step="protected-resource-metadata",
             rule="RFC 9728 section 2",
         )
-    if prm.resource is not None and not resource_matches(prm.resource, server_url):
+    if prm.resource is None:
+        raise AuthorizationError(
+            "the protected-resource metadata names no resource",
+            step="protected-resource-metadata",
+            rule="RFC 9728 section 2",
+        )
+    if not resource_matches(prm.resource, server_url):
         raise AuthorizationError(
             f"the protected-resource metadata is for {_shown(http, prm.resource)!r}, "
             f"not this server ({_shown(http, canonical_resource(server_url))!r})",
@@ -108,8 +114,7 @@ async def discover(http: Exchanges, server_url: str, from_challenge: str | None)
             step="authorization-server-metadata",
             rule="RFC 8414 section 3",
         )
-    resource = prm.resource or canonical_resource(server_url)
-    return Discovered(found.issuer or issuer, found, resource, prm.scopes_supported)
+    return Discovered(found.issuer or issuer, found, prm.resource, prm.scopes_supported)
 
 
 async def _protected_resource(

@@ -17,6 +17,8 @@ from .records import ClientInfo, TokenSet
 
 __all__ = [
     "AUTH_METHODS",
+    "MAX_CREDENTIAL",
+    "MAX_SCOPE",
     "client_authentication",
     "oauth_error",
     "read_tokens",
@@ -27,6 +29,10 @@ __all__ = [
 AUTH_METHODS: Final = ("client_secret_basic", "client_secret_post", "none", "private_key_jwt")
 _SECRET_METHODS: Final = ("client_secret_basic", "client_secret_post")
 _FORM: Final = {"Accept": "application/json"}
+# A credential (a token, a secret, an ID-JAG) is a header value and a redactor entry:
+# a server does not get to make either megabytes long.
+MAX_CREDENTIAL: Final = 8192
+MAX_SCOPE: Final = 2048
 # An access token's life is capped: a server's "expires_in" of years would keep a token
 # the server may long have forgotten.
 _MAX_LIFETIME: Final = 30 * 24 * 3600.0
@@ -113,6 +119,11 @@ def read_tokens(
         raise AuthorizationError(
             "the token endpoint's answer has no access_token", step=step, rule="RFC 6749 5.1"
         )
+    if len(token) > MAX_CREDENTIAL:
+        raise AuthorizationError(
+            f"the token endpoint's access_token is over {MAX_CREDENTIAL} characters",
+            step=step,
+        )
     if not token.isascii() or not token.isprintable() or " " in token:
         # It goes in the Authorization header of every request: a token that cannot (a
         # CR, a NUL, a non-ASCII letter) would fail each of them as a broken transport.
@@ -137,7 +148,11 @@ def read_tokens(
         expires_at = now + seconds
         refresh_at = TokenSet.refresh_time(now, seconds)
     refresh = body.get("refresh_token")
+    if isinstance(refresh, str) and len(refresh) > MAX_CREDENTIAL:
+        refresh = None  # kept by nobody rather than held and sent back at any size
     scope = body.get("scope")
+    if isinstance(scope, str) and len(scope) > MAX_SCOPE:
+        scope = None
     return TokenSet(
         access_token=token,
         token_type="DPoP" if kind.lower() == "dpop" else "Bearer",
@@ -203,6 +218,11 @@ async def register(
     assert isinstance(body, dict)
     secret = body.get("client_secret")
     secret = secret if isinstance(secret, str) and secret else None
+    if secret is not None and len(secret) > MAX_CREDENTIAL:
+        raise AuthorizationError(
+            f"the registration's client_secret is over {MAX_CREDENTIAL} characters",
+            step="registration",
+        )
     if secret:
         learn(secret)
     method = body.get("token_endpoint_auth_method")

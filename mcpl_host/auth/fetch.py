@@ -77,7 +77,9 @@ class Exchanges:
                 request = self.client.build_request(
                     method,
                     url,
-                    headers=dict(headers or {}),
+                    # The body is read raw, bounded in bytes as sent: a compressed one
+                    # would be neither readable nor bounded by what it inflates to.
+                    headers={"Accept-Encoding": "identity", **(headers or {})},
                     data=dict(form) if form is not None else None,
                     json=json,
                 )
@@ -88,15 +90,13 @@ class Exchanges:
                     await response.aclose()
         except trio.TooSlowError:
             self._report(method, url, f"no answer within {self.timeout:g} s")
-            raise AuthorizationError(
-                f"{step}: no answer from {self._where(url)} within {self.timeout:g} s",
-                step=step,
+            raise _transient(
+                f"{step}: no answer from {self._where(url)} within {self.timeout:g} s", step
             ) from None
         except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:
             self._report(method, url, type(exc).__name__)
-            raise AuthorizationError(
-                f"{step}: {self._where(url)} could not be reached ({type(exc).__name__})",
-                step=step,
+            raise _transient(
+                f"{step}: {self._where(url)} could not be reached ({type(exc).__name__})", step
             ) from None
         self._report(method, url, str(response.status_code))
         if len(body) > MAX_DOCUMENT:
@@ -112,6 +112,14 @@ class Exchanges:
     def _report(self, method: str, url: str, outcome: str) -> None:
         if self.on_http is not None:
             self.on_http(f"HTTP {method} {self._where(url)} -> {outcome}")
+
+
+def _transient(message: str, step: str) -> AuthorizationError:
+    """A server that did not answer may answer later: unlike a refusal, a reconnect
+    tries again."""
+    error = AuthorizationError(message, step=step)
+    error.permanent = False
+    return error
 
 
 async def _bounded_body(response: httpx.Response) -> bytearray:

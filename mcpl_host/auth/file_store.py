@@ -31,13 +31,14 @@ import trio
 from .._log import get_logger
 from ..protocol.errors import ConfigurationError
 from .records import ClientInfo, TokenSet
+from .store import MemoryTokenStore, TokenStore
 
 # POSIX only (flock, file modes); imported conditionally so that the package, and the
 # memory store, still import on Windows.
 if sys.platform != "win32":
     import fcntl
 
-__all__ = ["AUTH_FILE_ENV", "FileTokenStore", "StoredEntry", "default_auth_file"]
+__all__ = ["AUTH_FILE_ENV", "FileTokenStore", "StoredEntry", "default_auth_file", "user_store"]
 
 AUTH_FILE_ENV: Final = "MCPL_HOST_AUTH_FILE"
 VERSION: Final = 1
@@ -442,3 +443,12 @@ def _tokens_entry(key: tuple[str, str, str], tokens: TokenSet) -> _Tokens:
         scope=tokens.scope,
         refresh_at=tokens.refresh_at,
     )
+
+
+def user_store() -> TokenStore:
+    """The user's token file (:func:`default_auth_file`); a store in memory where there
+    can be none (not POSIX): tokens then last as long as the process. Raises nothing."""
+    try:
+        return FileTokenStore()
+    except ConfigurationError:
+        return MemoryTokenStore()

@@ -16,6 +16,7 @@ request.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -25,7 +26,12 @@ import httpx
 import trio
 
 from .._log import get_logger
-from ..protocol.errors import AuthorizationError, AuthorizationRequired, ConfigurationError
+from ..protocol.errors import (
+    AuthorizationError,
+    AuthorizationRequired,
+    ConfigurationError,
+    McplHostError,
+)
 from ..protocol.redact import Redactor, log_value
 from .challenge import bearer_params, shown
 from .clients import cimd_client, preregistered, registration_metadata, serves_redirect
@@ -46,6 +52,12 @@ __all__ = ["DEFAULT_REDIRECT_URI", "AuthSession", "OAuth", "Tries"]
 
 _log = get_logger("mcpl_host.auth")
 
+# Sending a request again because its token was replaced meanwhile: at most so often
+# (tokens of a second's life, refreshed by each request, could otherwise swap forever).
+_MAX_REPLACED: Final = 3
+# How long a failed flow answers the requests that were refused with the same token.
+_FAILURE_MEMORY: Final = 10.0
+
 # How a face (asyncio, threads) turns a hook written for it into a trio coroutine function.
 Adapt = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -61,6 +73,7 @@ class Tries:
     refreshes: int = 0
     step_ups: int = 0
     nonces: int = 0
+    replaced: int = 0  # sent again because another request had replaced the token
     # False: a refresh (or a DPoP nonce) at most, never the flow or a step-up: for the
     # requests no caller waits on (the GET stream, the closing DELETE), which a server
     # could otherwise make ask the person again at every reopening.
@@ -82,6 +95,10 @@ class _Server:
     scopes_supported: list[str] | None = None  # the protected resource's
     dpop: DpopKey | None = None
     nonces: dict[str, str] = field(default_factory=dict)
+    # The last flow that failed: the token it was run for, when, and why. Requests that
+    # queued on the lock for the same refused token fail with it rather than each run
+    # the flow (and ask the person) again.
+    failed: tuple[str | None, float, McplHostError] | None = None
 
 
 class OAuth:
@@ -200,9 +217,10 @@ class OAuth:
     def secrets(self) -> list[str]:
         """The configured secrets, for a redactor built before any flow runs."""
         found = [self.client_secret] if self.client_secret else []
-        client = getattr(self.grant, "client", None)
-        if isinstance(client, ClientInfo) and client.client_secret:
-            found.append(client.client_secret)
+        for name in ("client", "idp_client"):  # a machine grant's own clients
+            client = getattr(self.grant, name, None)
+            if isinstance(client, ClientInfo) and client.client_secret:
+                found.append(client.client_secret)
         return found
 
     def session(
@@ -246,10 +264,11 @@ class OAuth:
             AuthorizationRequired: the grant needs a person and there is no hook.
             AuthorizationError: a step failed.
         """
+        # A client of the caller's is the caller's to close.
         async with (
             httpx.AsyncClient(follow_redirects=False)
             if client is None
-            else _kept(client) as http_client
+            else contextlib.nullcontext(client) as http_client
         ):
             session = self.session(
                 server_url,
@@ -285,19 +304,6 @@ class _AdaptedStore:
         self.set_tokens = adapt(store.set_tokens)
 
 
-class _kept:
-    """``async with`` over a client the caller owns: not closed on the way out."""
-
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self.client = client
-
-    async def __aenter__(self) -> httpx.AsyncClient:
-        return self.client
-
-    async def __aexit__(self, *_exc: object) -> None:
-        return None
-
-
 class AuthSession:
     """One transport's view of an :class:`OAuth` for one server."""
 
@@ -318,7 +324,13 @@ class AuthSession:
         if tokens is not None and tokens.expiring() and tokens.refresh_token:
             async with server.lock:
                 if server.tokens is tokens:
-                    await self._refresh()
+                    try:
+                        await self._refresh()
+                    except AuthorizationError:
+                        # The authorization server did not answer: the token may still
+                        # be good (it is refreshed before its end); the server decides.
+                        if tokens.expired():
+                            raise
             tokens = server.tokens
         if tokens is None:
             return {}
@@ -345,12 +357,10 @@ class AuthSession:
         if nonce and self._server.dpop is not None:
             self._server.nonces[urlsplit(url).netloc] = nonce
 
-    async def rejected(
-        self, url: str, response: httpx.Response, sent: dict[str, str], tries: Tries
-    ) -> bool:
-        """The server answered 401 or 403 to a request sent with ``sent`` (its auth
-        headers): True to send it again (new headers are ready), False when it is not
-        the flow's to handle (a 403 that asks for no scope).
+    async def rejected(self, response: httpx.Response, sent: dict[str, str], tries: Tries) -> None:
+        """The server answered 401, or 403 ``insufficient_scope``
+        (:func:`~.challenge.wants_authorization`), to a request sent with ``sent`` (its
+        auth headers): returns once the request may be sent again with new headers.
 
         Raises:
             AuthorizationRequired: authorization cannot help (the token just obtained was
@@ -361,7 +371,6 @@ class AuthSession:
         status = response.status_code
         params = bearer_params(response.headers.get_list("www-authenticate"))
         challenge = shown(params, self._http.redactor)
-        self.observe(url, response)
         server = self._server
         if params.get("error") == "use_dpop_nonce" and server.dpop is not None:
             tries.nonces += 1
@@ -371,40 +380,58 @@ class AuthSession:
                     status=status,
                     challenge=challenge,
                 )
-            return True
-        if status == 403 and params.get("error") != "insufficient_scope":
-            return False
+            return
         used = sent.get("Authorization", "").partition(" ")[2] or None
         async with server.lock:
             current = server.tokens.access_token if server.tokens else None
-            if current is not None and current != used:
-                return True  # another request replaced the token meanwhile
-            if status == 403:
-                if tries.step_ups >= self._oauth.max_step_ups or not tries.may_authorize:
-                    raise AuthorizationRequired(
-                        f"the server still refuses for scope after {tries.step_ups} step-ups",
-                        status=403,
-                        challenge=challenge,
-                    )
-                tries.step_ups += 1
-                await self.authorize(params, step_up=True, refused=used)
-                return True
-            refreshable = server.tokens is not None and server.tokens.refresh_token
-            if used is not None and refreshable and tries.refreshes == 0:
-                tries.refreshes += 1
-                if await self._refresh():
-                    return True
-            if tries.flows >= 1 or not tries.may_authorize:
+            if current is not None and current != used and tries.replaced < _MAX_REPLACED:
+                tries.replaced += 1
+                return  # another request replaced the token meanwhile
+            failed = server.failed
+            if failed is not None and failed[0] == used and trio.current_time() < failed[1]:
+                raise failed[2]
+            try:
+                await self._remedy(status, params, challenge, used, tries)
+            except McplHostError as exc:
+                server.failed = (used, trio.current_time() + _FAILURE_MEMORY, exc)
+                raise
+            server.failed = None
+
+    async def _remedy(
+        self,
+        status: int,
+        params: dict[str, str],
+        challenge: dict[str, str],
+        used: str | None,
+        tries: Tries,
+    ) -> None:
+        """A step-up, a refresh, or the flow, for a refused request (the lock held)."""
+        server = self._server
+        if status == 403:
+            if tries.step_ups >= self._oauth.max_step_ups or not tries.may_authorize:
                 raise AuthorizationRequired(
-                    "the server refused the token it was just given"
-                    if tries.may_authorize
-                    else "the server refused the token, and only a POST runs the flow",
-                    status=status,
+                    f"the server still refuses for scope after {tries.step_ups} step-ups",
+                    status=403,
                     challenge=challenge,
                 )
-            tries.flows += 1
-            await self.authorize(params, step_up=False, refused=used)
-            return True
+            tries.step_ups += 1
+            await self.authorize(params, step_up=True, refused=used)
+            return
+        refreshable = server.tokens is not None and server.tokens.refresh_token
+        if used is not None and refreshable and tries.refreshes == 0:
+            tries.refreshes += 1
+            if await self._refresh():
+                return
+        if tries.flows >= 1 or not tries.may_authorize:
+            raise AuthorizationRequired(
+                "the server refused the token it was just given"
+                if tries.may_authorize
+                else "the server refused the token, and only a POST runs the flow",
+                status=status,
+                challenge=challenge,
+            )
+        tries.flows += 1
+        await self.authorize(params, step_up=False, refused=used)
 
     # -- the flow ---------------------------------------------------------------------
 
@@ -431,6 +458,7 @@ class AuthSession:
                     return server.tokens
         unattended = oauth.grant.unattended(shown(params, self._http.redactor))
         if unattended is not None:
+            unattended.status = 403 if step_up else 401
             raise unattended  # before registering a client nobody would use
         if client is None and oauth.grant.interactive:
             client = await self._register()
@@ -440,7 +468,9 @@ class AuthSession:
         server.scope = scope
         server.tokens = tokens
         await self._keep(tokens)
-        self._log.info("authorized", issuer=self._shown(server.issuer), scope=scope)
+        self._log.info(
+            "authorized", issuer=self._shown(server.issuer), scope=self._shown(scope or "")
+        )
         return tokens
 
     def _context(
@@ -459,6 +489,7 @@ class AuthSession:
             redirect_uri=self._oauth.redirect_uri,
             learn=self._http.redactor.learn,
             dpop=server.dpop,
+            legacy=server.resource is None,
             challenge=shown(params, self._http.redactor),
             nonces=server.nonces,
         )
@@ -562,8 +593,17 @@ class AuthSession:
         return asked or None
 
     async def _refresh(self) -> bool:
-        """Refresh the tokens in use (the lock held); False when the server refused,
-        the tokens then dropped so that the flow runs."""
+        """Refresh the tokens in use (the lock held). False when the server refused the
+        refresh token: the tokens are then forgotten (in the store too, unless another
+        process has replaced them meanwhile) so that the flow runs.
+
+        Shielded, within the flow's timeout: a caller giving up after the server rotated
+        the refresh token, but before the new one was kept, would lose the only one.
+
+        Raises:
+            AuthorizationError: the server did not answer, or failed (5xx, 429): the
+                tokens are kept for a later try.
+        """
         server = self._server
         tokens = server.tokens
         if tokens is None or not tokens.refresh_token or server.metadata is None:
@@ -573,28 +613,60 @@ class AuthSession:
         form = {"grant_type": "refresh_token", "refresh_token": tokens.refresh_token}
         # With the DPoP key the tokens are bound to, and its nonce (RFC 9449 section 5);
         # a machine's grant authenticates as the client it names.
-        client = server.client or getattr(self._oauth.grant, "client", None)
-        ctx = self._context({}, None, client if isinstance(client, ClientInfo) else None)
-        answer: Answer = await ctx.token_answer(form, step="refresh")
-        try:
-            fresh = read_tokens(answer, "refresh", tokens, redactor=self._http.redactor)
-        except AuthorizationError as exc:
-            self._log.info("refresh refused", error=exc.error)
-            server.tokens = None
-            await self._keep(None)
-            return False
-        self._learn_tokens(fresh)
-        server.tokens = fresh
-        await self._keep(fresh)
+        client = server.client or self._grant_client()
+        ctx = self._context({}, None, client)
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + self._http.timeout * 2
+            answer: Answer = await ctx.token_answer(form, step="refresh")
+            if answer.status not in (200, 400, 401):
+                raise AuthorizationError(
+                    f"the refresh failed: HTTP {answer.status}", step="refresh"
+                )
+            try:
+                fresh = read_tokens(answer, "refresh", tokens, redactor=self._http.redactor)
+            except AuthorizationError as exc:
+                self._log.info("refresh refused", error=exc.error)
+                server.tokens = None
+                await self._forget(tokens)
+                return False
+            self._learn_tokens(fresh)
+            server.tokens = fresh
+            await self._keep(fresh)
         return True
 
-    async def _keep(self, tokens: TokenSet | None) -> None:
+    def _grant_client(self) -> ClientInfo | None:
+        """The client a machine's grant names (None for the authorization code)."""
+        client = getattr(self._oauth.grant, "client", None)
+        return client if isinstance(client, ClientInfo) else None
+
+    async def _forget(self, refused: TokenSet) -> None:
+        """Forget refused tokens in the store, unless it now holds others (another
+        process refreshed first: its tokens are the good ones)."""
         server = self._server
-        client = server.client
+        client = server.client or self._grant_client()
         if server.issuer is None:
             return
         client_id = client.client_id if client is not None else ""
-        await self._oauth.store.set_tokens(server.issuer, client_id, self._key(), tokens)
+        try:
+            kept = await self._oauth.store.get_tokens(server.issuer, client_id, self._key())
+        except OSError as exc:
+            self._log.warning("token store unreadable", error=type(exc).__name__)
+            return
+        if kept is None or kept.access_token == refused.access_token:
+            await self._keep(None)
+
+    async def _keep(self, tokens: TokenSet | None) -> None:
+        """Store ``tokens`` (None: forget them). A store that fails is logged, not
+        raised: the tokens in memory still serve this process."""
+        server = self._server
+        client = server.client or self._grant_client()
+        if server.issuer is None:
+            return
+        client_id = client.client_id if client is not None else ""
+        try:
+            await self._oauth.store.set_tokens(server.issuer, client_id, self._key(), tokens)
+        except OSError as exc:
+            self._log.warning("token store not written", error=type(exc).__name__)
 
     def _key(self) -> str:
         return self._server.resource or canonical_resource(self._server.url)

@@ -11,7 +11,7 @@ from typing import Final, Protocol
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from ..protocol.errors import AuthorizationError, AuthorizationRequired, McplHostError
-from .endpoints import Assertion, oauth_error, read_tokens, token_request
+from .endpoints import MAX_CREDENTIAL, Assertion, oauth_error, read_tokens, token_request
 from .fetch import Answer, Exchanges
 from .jose import ClientAssertion, DpopKey
 from .metadata import AuthServerMetadata
@@ -52,6 +52,8 @@ class GrantContext:
     redirect_uri: str
     learn: Callable[[str], None]
     dpop: DpopKey | None = None
+    # Found by MCP 2025-03-26's fallbacks (no protected-resource metadata).
+    legacy: bool = False
     challenge: dict[str, str] = field(default_factory=dict)
     # DPoP nonces the authorization server gave, by its origin.
     nonces: dict[str, str] = field(default_factory=dict)
@@ -173,11 +175,13 @@ class AuthorizationCode:
 
     async def obtain(self, ctx: GrantContext) -> TokenSet:
         meta = ctx.metadata
-        if meta.code_challenge_methods_supported is not None and (
-            "S256" not in meta.code_challenge_methods_supported
-        ):
+        methods = meta.code_challenge_methods_supported
+        # MCP 2025-06-18 on: metadata that does not list S256 (or lists no methods) means
+        # no PKCE, and the flow must not go on. 2025-03-26's servers without protected-
+        # resource metadata predate the rule.
+        if (methods is not None or not ctx.legacy) and "S256" not in (methods or ()):
             raise AuthorizationError(
-                "the authorization server does not support PKCE with S256",
+                "the authorization server does not advertise PKCE with S256",
                 step="authorization",
                 rule="MCP authorization, authorization code protection",
             )
@@ -288,7 +292,7 @@ class ClientCredentials:
         algorithm: str = "ES256",
         token_endpoint_auth_method: str | None = None,
     ) -> None:
-        self.assertion = (
+        self.signer = (  # signs here; not a hook of the embedder's
             ClientAssertion(client_id, private_key_pem, algorithm) if private_key_pem else None
         )
         method = token_endpoint_auth_method or (
@@ -310,9 +314,9 @@ class ClientCredentials:
         )
 
     def _assertion(self, ctx: GrantContext) -> Assertion | None:
-        if self.assertion is None:
+        if self.signer is None:
             return None
-        make = self.assertion
+        make = self.signer
 
         def signed(audience: str) -> str:
             # RFC 7523 section 3: the authorization server is the audience; its issuer
@@ -322,6 +326,16 @@ class ClientCredentials:
             return made
 
         return signed
+
+
+def _machine_client(client_id: str, client_secret: str | None, method: str | None) -> ClientInfo:
+    """A machine grant's own client: a secret by Basic unless said otherwise."""
+    return ClientInfo(
+        client_id=client_id,
+        client_secret=client_secret,
+        token_endpoint_auth_method=method or ("client_secret_basic" if client_secret else "none"),
+        source="preregistered",
+    )
 
 
 class JwtBearer:
@@ -344,27 +358,22 @@ class JwtBearer:
     ) -> None:
         self.assertion = assertion
         self.client = (
-            ClientInfo(
-                client_id=client_id,
-                client_secret=client_secret,
-                token_endpoint_auth_method=token_endpoint_auth_method
-                or ("client_secret_basic" if client_secret else "none"),
-                source="preregistered",
-            )
+            _machine_client(client_id, client_secret, token_endpoint_auth_method)
             if client_id
             else None
         )
 
     async def obtain(self, ctx: GrantContext) -> TokenSet:
         assertion = await self.assertion()
+        if len(assertion) > MAX_CREDENTIAL:
+            raise AuthorizationError(
+                f"the assertion is over {MAX_CREDENTIAL} characters", step="token"
+            )
         ctx.learn(assertion)
         form = {"grant_type": _JWT_BEARER, "assertion": assertion}
         if ctx.scope:
             form["scope"] = ctx.scope
-        client = self.client
-        if client is None:
-            return await ctx.token(form, step="token", client=None)
-        return await ctx.token(form, step="token", client=client)
+        return await ctx.token(form, step="token", client=self.client)
 
 
 class EnterpriseManaged:
@@ -397,23 +406,19 @@ class EnterpriseManaged:
             token_endpoint_auth_method="client_secret_post" if idp_client_secret else "none",
             source="preregistered",
         )
-        self.client = JwtBearer(
-            id_token,
-            client_id=client_id,
-            client_secret=client_secret,
-            token_endpoint_auth_method=token_endpoint_auth_method,
-        ).client
-        self._ctx: GrantContext | None = None
+        self.client = _machine_client(client_id, client_secret, token_endpoint_auth_method)
 
     async def obtain(self, ctx: GrantContext) -> TokenSet:
-        self._ctx = ctx
-        bearer = JwtBearer(self._id_jag)
+        # The ID-JAG is made for this flow's authorization server and resource: several
+        # servers may be authorizing with this grant at once.
+        async def id_jag() -> str:
+            return await self._id_jag(ctx)
+
+        bearer = JwtBearer(id_jag)
         bearer.client = self.client
         return await bearer.obtain(ctx)
 
-    async def _id_jag(self) -> str:
-        ctx = self._ctx
-        assert ctx is not None
+    async def _id_jag(self, ctx: GrantContext) -> str:
         id_token = await self.id_token()
         ctx.learn(id_token)
         form = {
@@ -439,7 +444,7 @@ class EnterpriseManaged:
             )
         body = answer.json()
         jag = body.get("access_token") if isinstance(body, dict) else None
-        if not isinstance(jag, str) or not jag:
+        if not isinstance(jag, str) or not jag or len(jag) > MAX_CREDENTIAL:
             raise AuthorizationError(
                 "the identity provider's answer has no access_token (the ID-JAG)",
                 step="token-exchange",

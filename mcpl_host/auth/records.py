@@ -58,6 +58,12 @@ class TokenSet:
         due = self.refresh_at if self.refresh_at is not None else self.expires_at - REFRESH_MARGIN
         return (now if now is not None else time.time()) >= due
 
+    def expired(self, now: float | None = None) -> bool:
+        """The access token's lifetime has passed."""
+        if self.expires_at is None:
+            return False
+        return (now if now is not None else time.time()) >= self.expires_at
+
     @staticmethod
     def refresh_time(now: float, lifetime: float) -> float:
         """When a token obtained at ``now`` for ``lifetime`` seconds is refreshed."""

@@ -23,14 +23,14 @@ from typing import Any, TextIO
 
 import trio
 
-from ..auth import FileTokenStore, MemoryTokenStore
+from ..auth import FileTokenStore, TokenStore, user_store
 from ..protocol.errors import ConfigurationError
 from ..protocol.profiles import validate_allowlist
 from ..protocol.redact import Redactor
 from ..transports.targets import HttpTarget
 from . import auth, logs
 from .args import AuthOptions, Call, Options, UsageError, parse, secret_values, wants_json
-from .credentials import connect_oauth, user_store
+from .credentials import oauth_for
 from .failure import (
     AUTH_REQUIRED,
     CONFIG_ERROR,
@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 class _Run:
     """What a run shares besides its options and plan."""
 
-    store: FileTokenStore | MemoryTokenStore
+    store: TokenStore
     mask: logs.LogMask
     redactors: list[Redactor]
 
@@ -167,7 +167,7 @@ async def _login_and_retry(
     if not outcome["ok"]:
         return {"ok": False, "target": planned.label, "error": outcome["error"]}
     # A new OAuth: the first one remembers the client it found before the login.
-    fresh = dataclasses.replace(target, auth=connect_oauth(planned.auth, shared.store))
+    fresh = dataclasses.replace(target, auth=oauth_for(planned.auth, shared.store))
     return await run_server(dataclasses.replace(planned, target=fresh), settings, call)
 
 

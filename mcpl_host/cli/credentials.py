@@ -18,7 +18,6 @@ from ..auth import (
     DEFAULT_REDIRECT_URI,
     ClientInfo,
     FileTokenStore,
-    MemoryTokenStore,
     OAuth,
     StoredEntry,
     TokenSet,
@@ -29,28 +28,18 @@ from ..auth.grants import Authorize
 from ..auth.metadata import resource_matches
 from ..config import AuthSpec
 from ..protocol.errors import ConfigurationError
+from ..transports.http_target import has_authorization
 
 __all__ = [
     "CALLBACK_PATH",
     "Recording",
-    "connect_oauth",
     "entries_for",
     "oauth_for",
     "registered_port",
-    "user_store",
     "uses_oauth",
 ]
 
 CALLBACK_PATH: Final = "/callback"
-
-
-def user_store() -> FileTokenStore | MemoryTokenStore:
-    """The user's token file; a store in memory where there can be none (not POSIX):
-    a login then lasts as long as the command. Raises nothing."""
-    try:
-        return FileTokenStore()
-    except ConfigurationError:
-        return MemoryTokenStore()
 
 
 def uses_oauth(spec: AuthSpec | None, headers: Mapping[str, str]) -> bool:
@@ -58,7 +47,7 @@ def uses_oauth(spec: AuthSpec | None, headers: Mapping[str, str]) -> bool:
     nothing, and no ``Authorization`` header is given. Raises nothing."""
     if spec is not None and spec.kind != "oauth":
         return False
-    return not any(name.lower() == "authorization" for name in headers)
+    return not has_authorization(headers)
 
 
 def oauth_for(
@@ -75,13 +64,6 @@ def oauth_for(
     """
     options = spec.oauth_options() if spec is not None else {}
     return OAuth(store=store, redirect_uri=redirect_uri, authorize=authorize, **options)
-
-
-def connect_oauth(spec: AuthSpec | None, store: TokenStore) -> OAuth:
-    """The OAuth of a ``connect`` or ``call``: no person to ask (a login's client is
-    found whatever loopback port it listened on: auth/clients.py). Raises
-    ConfigurationError as :func:`oauth_for`."""
-    return oauth_for(spec, store)
 
 
 class Recording:

@@ -25,7 +25,7 @@ from ..transports.targets import (
 )
 from .args import Options
 from .auth import login_command
-from .credentials import connect_oauth, uses_oauth
+from .credentials import oauth_for, uses_oauth
 
 __all__ = ["DEMO_NAME", "Plan", "Planned", "resolve"]
 
@@ -125,7 +125,7 @@ def _planned(
     elif isinstance(target, HttpTarget):
         secrets = (*secrets, *target.headers.values())
         if store is not None and target.auth is None and uses_oauth(auth, target.headers):
-            target = dataclasses.replace(target, auth=connect_oauth(auth, store))
+            target = dataclasses.replace(target, auth=oauth_for(auth, store))
     if not isinstance(target, HttpTarget) or target.auth is None:
         login = None
     return Planned(name, describe(target), target, secrets, auth=auth, login=login)

@@ -435,10 +435,7 @@ class Driver(OwnsNursery):
                     epoch.handshake_step = Failed(error)
                     epoch.handshake_done.set()
                 continue
-            pending = self._outbound.pending.get(request_id) if type(request_id) is int else None
-            if pending is not None and pending.epoch is epoch and not pending.settled:
-                del self._outbound.pending[request_id]
-                pending.settle(error=error)
+            self._outbound.fail(epoch, request_id, error)
 
     def _use_log_level(self, level: str) -> None:
         """2026-07-28 has no logging/setLevel: every request from now on asks for the

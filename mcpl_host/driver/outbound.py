@@ -239,16 +239,30 @@ class Outbound:
                     outcome="invalid-x-mcp-header",
                 )
 
+    def _take(self, epoch: Epoch, request_id: Any) -> Pending | None:
+        """Remove and return the unsettled request of ``epoch`` now on the wire as
+        ``request_id``; None when there is none (answered, rebound, or not ours)."""
+        pending = self.pending.get(request_id) if type(request_id) is int else None
+        if pending is None or pending.epoch is not epoch or pending.settled:
+            return None
+        del self.pending[request_id]
+        return pending
+
+    def fail(self, epoch: Epoch, request_id: Any, error: McplHostError) -> None:
+        """The transport failed ``request_id`` at the HTTP level: it ends with ``error``."""
+        pending = self._take(epoch, request_id)
+        if pending is not None:
+            pending.settle(error=error)
+
     def reissue(self, epoch: Epoch, request_ids: list[Any]) -> None:
         """The response streams of ``request_ids`` broke before their answers (2026-07-28
         over HTTP, where a stream cannot be resumed): each safe to repeat (the rebinding
         rule) is sent again on ``epoch`` with a new id, up to :data:`MAX_REISSUES`
         times; each other fails with :class:`ConnectionClosed`, outcome unknown."""
         for request_id in request_ids:
-            pending = self.pending.get(request_id) if type(request_id) is int else None
-            if pending is None or pending.epoch is not epoch or pending.settled:
+            pending = self._take(epoch, request_id)
+            if pending is None:
                 continue
-            del self.pending[request_id]
             repeat = (
                 not pending.pinned
                 and pending.reissued < MAX_REISSUES

@@ -6,11 +6,12 @@ import dataclasses
 from collections.abc import Callable
 from typing import TypeAlias
 
-from ..auth import FileTokenStore, MemoryTokenStore, OAuth, TokenStore
+from ..auth import OAuth, user_store
 from ..client.connection import TransportFactory
 from ..config import AuthSpec, ServerConfig
 from ..driver.reconnect import Reconnect
 from ..protocol.errors import ConfigurationError
+from ..transports.http_target import has_authorization
 from ..transports.targets import (
     HttpTarget,
     StdioTarget,
@@ -90,19 +91,13 @@ def _with_auth(
         target = HttpTarget(target)
     if not isinstance(target, HttpTarget) or target.auth is not None:
         return target
+    if has_authorization(target.headers):
+        return target  # a static token authorizes it
     options = spec.oauth_options() if spec is not None else {}
     if auth is not None:
         oauth = auth.replace(**options) if options else auth
     elif spec is not None:
-        oauth = OAuth(store=_user_store(), **options)
+        oauth = OAuth(store=user_store(), **options)
     else:
         return target
     return dataclasses.replace(target, auth=oauth)
-
-
-def _user_store() -> TokenStore:
-    """The user's token file, or memory where there can be none (not POSIX)."""
-    try:
-        return FileTokenStore()
-    except ConfigurationError:
-        return MemoryTokenStore()

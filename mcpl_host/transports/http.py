@@ -51,7 +51,7 @@ import msgspec
 import trio
 
 from .._log import PeerLogBudget, get_logger
-from ..auth.challenge import bearer_params, shown
+from ..auth.challenge import bearer_params, shown, wants_authorization
 from ..auth.flow import Tries
 from ..protocol.discover import PROTOCOL_VERSION
 from ..protocol.errors import (
@@ -392,37 +392,24 @@ class HttpTransport:
                 response = await self._client.send(request, stream=True)
             if self._auth is not None:
                 self._auth.observe(self.target.url, response)
-            if response.status_code not in (401, 403):
-                break
-            self._trace_http(f"HTTP {method} {self.description} -> {response.status_code}")
-            if self._auth is None and response.status_code == 403:
-                break
+            status = response.status_code
             params = bearer_params(response.headers.get_list("www-authenticate"))
-            if response.status_code == 403 and params.get("error") != "insufficient_scope":
+            if not wants_authorization(status, params):
                 break
-            await response.aclose()
+            self._trace_http(f"HTTP {method} {self.description} -> {status}")
+            await _close(response)
             if self._auth is None:
                 raise AuthorizationRequired(
                     "the server requires authorization: give the target an auth "
                     "(docs/auth.md) or run `mcpl-host auth login` for it",
-                    status=response.status_code,
+                    status=status,
                     challenge=shown(params, self._redactor),
                 )
-            if not await self._auth.rejected(self.target.url, response, sent, tries):
-                # Not the flow's to remedy, and the answer is closed: the refusal stands.
-                raise AuthorizationRequired(
-                    "the server refused the request's authorization",
-                    status=response.status_code,
-                    challenge=shown(params, self._redactor),
-                )
+            await self._auth.rejected(response, sent, tries)
         try:
             yield response
         finally:
-            # Shielded: a cancelled exchange must still give its socket back; bounded:
-            # a TLS close may wait on a peer that reads nothing.
-            with trio.CancelScope(shield=True) as closing:
-                closing.deadline = trio.current_time() + _CLOSE_BOUND
-                await response.aclose()
+            await _close(response)
 
     def _track(self, messages: list[_Peek]) -> _InFlight:
         """Register a POST by the requests it carries, before it starts: a cancel notice
@@ -769,6 +756,14 @@ class HttpTransport:
 
     def _safe(self, text: str) -> str:
         return self._redactor.log_value(text)
+
+
+async def _close(response: httpx.Response) -> None:
+    """Close an answer, giving its socket back. Shielded: a cancelled exchange must still
+    do it; bounded: a TLS close may wait on a peer that reads nothing."""
+    with trio.CancelScope(shield=True) as closing:
+        closing.deadline = trio.current_time() + _CLOSE_BOUND
+        await response.aclose()
 
 
 async def open_http(

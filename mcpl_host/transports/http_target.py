@@ -15,7 +15,7 @@ from ..auth.flow import OAuth
 from ..protocol.errors import ConfigurationError
 from ..protocol.redact import Redactor, log_value
 
-__all__ = ["HttpTarget", "describe_http", "http_redactor"]
+__all__ = ["HttpTarget", "describe_http", "has_authorization", "http_redactor"]
 
 _HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 # Set by the transport on every request: configuring them would break the protocol.
@@ -102,9 +102,19 @@ class HttpTarget:
             raise ConfigurationError("an HTTP ssl_context must be an ssl.SSLContext")
         if self.auth is not None and not isinstance(self.auth, OAuth):
             raise ConfigurationError("an HTTP target's auth must be an mcpl_host.auth.OAuth")
+        if self.auth is not None and has_authorization(copied):
+            raise ConfigurationError(
+                "an HTTP target with auth sets Authorization itself: remove the header"
+            )
 
     def __repr__(self) -> str:
         return f"HttpTarget({describe_http(self)!r}, headers={sorted(self.headers)!r})"
+
+
+def has_authorization(headers: Mapping[str, str]) -> bool:
+    """Whether configured headers authorize on their own (a static token): then no
+    OAuth is given to the target, and none may be."""
+    return any(name.lower() == "authorization" for name in headers)
 
 
 def describe_http(target: HttpTarget) -> str:

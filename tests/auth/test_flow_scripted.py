@@ -119,6 +119,42 @@ async def test_a_resource_document_for_another_server_is_refused_before_any_gran
     assert lines == [f"GET {PRM_PATH}"]  # no metadata, registration, authorization, token
 
 
+async def test_a_resource_document_without_its_resource_is_refused() -> None:
+    # RFC 9728 section 2: "resource" is REQUIRED; without it nothing says whose it is.
+    with ScriptedAuth() as server, trio.fail_after(10):
+        server.routes[f"GET {PRM_PATH}"] = lambda _seen: Reply(
+            body={"authorization_servers": [server.issuer]}
+        )
+        with pytest.raises(AuthorizationError) as caught:
+            async with connection(server, oauth_for(server)):
+                pass
+        lines = flow_requests(server)
+    assert caught.value.step == "protected-resource-metadata"
+    assert caught.value.rule == "RFC 9728 section 2"
+    assert lines == [f"GET {PRM_PATH}"]
+
+
+@pytest.mark.parametrize("methods", [None, ["plain"]])
+async def test_metadata_without_pkce_s256_is_refused_before_the_person_is_asked(
+    methods: list[str] | None,
+) -> None:
+    # MCP 2025-06-18 on: no code_challenge_methods_supported means no PKCE: refuse.
+    with ScriptedAuth() as server, trio.fail_after(10):
+        metadata = server.metadata()
+        if methods is None:
+            del metadata["code_challenge_methods_supported"]
+        else:
+            metadata["code_challenge_methods_supported"] = methods
+        server.routes[f"GET {ASM_PATH}"] = lambda _seen: Reply(body=metadata)
+        with pytest.raises(AuthorizationError) as caught:
+            async with connection(server, oauth_for(server)):
+                pass
+        lines = server.lines()
+    assert caught.value.step == "authorization"
+    assert "PKCE" in caught.value.message
+    assert "GET /authorize" not in lines
+
+
 async def test_a_resource_document_naming_a_parent_path_is_accepted_and_sent() -> None:
     with ScriptedAuth() as server, trio.fail_after(10):
         server.routes[f"GET {PRM_PATH}"] = lambda _seen: Reply(
