@@ -2,7 +2,7 @@
 metadata, RFC 8414 / OpenID Connect authorization-server metadata, and the MCP rules
 that tie them to the server (the canonical resource URI, the issuer check).
 
-Pure: URLs and bytes in, decisions out; fetching is :mod:`.flow`'s.
+Pure: URLs and bytes in, decisions out; fetching is :mod:`.discovery`'s.
 """
 
 from __future__ import annotations

@@ -363,7 +363,12 @@ class HttpTransport:
 
     @contextlib.asynccontextmanager
     async def _open(
-        self, method: str, headers: dict[str, str], content: bytes | None = None
+        self,
+        method: str,
+        headers: dict[str, str],
+        content: bytes | None = None,
+        *,
+        may_authorize: bool = False,
     ) -> AsyncIterator[httpx.Response]:
         """One exchange, its response's headers due within the target's timeout (httpx's
         read timeout would bound every quiet moment of a stream too); the response is
@@ -377,10 +382,11 @@ class HttpTransport:
             AuthorizationRequired: 401 and no way to authorize (or still refused).
             AuthorizationError: the authorization flow failed.
         """
-        # A POST carries requests someone waits on: it may run the flow. The GET stream
-        # and the closing DELETE only refresh (a server refusing them must not make the
-        # host ask the person again at every reopening).
-        tries = Tries(may_authorize=method == "POST")
+        # Only a POST carrying requests someone waits on may run the flow. The GET
+        # stream, the closing DELETE and the POSTs of answers and notifications only
+        # refresh (a server refusing them must not make the host ask the person again at
+        # every reopening of the stream).
+        tries = Tries(may_authorize=may_authorize)
         while True:
             sent = await self._auth.headers(method, self.target.url) if self._auth else {}
             request = self._client.build_request(
@@ -482,7 +488,7 @@ class HttpTransport:
         headers = self._headers(_ACCEPT_POST, stateless=stateless)
         headers["Content-Type"] = "application/json"
         try:
-            async with self._open("POST", headers, line) as response:
+            async with self._open("POST", headers, line, may_authorize=bool(waiting)) as response:
                 await self._answer(response, waiting, stateless=bool(stateless))
         except (trio.TooSlowError, httpx.TimeoutException) as exc:
             # A slow answer fails the requests it carried, not the session.

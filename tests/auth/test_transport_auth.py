@@ -209,3 +209,29 @@ async def test_the_get_stream_and_delete_never_run_the_flow_for_a_person() -> No
         deletes = server.requests("DELETE /mcp")
     assert len(authorizations) == 1  # the POST's, never the GET's nor the DELETE's
     assert deletes
+
+
+async def test_a_notification_refused_with_401_never_asks_the_person() -> None:
+    # Nobody waits on a notification's POST: a refusal of it may refresh, never run the
+    # flow (a server could otherwise open the person's browser for each one).
+    with ScriptedAuth() as server, trio.fail_after(10):
+        asked: list[str] = []
+
+        async def browser(url: str) -> str:
+            asked.append(url)
+            return await server.browser(url)
+
+        def guard(seen: Seen) -> Reply | None:
+            body = seen.json
+            if isinstance(body, dict) and body.get("method") == "notifications/ping-test":
+                challenge = f'Bearer resource_metadata="{server.prm_url}"'
+                return Reply(401, {}, {"WWW-Authenticate": challenge})
+            return server.token_check(seen)
+
+        server.guard = guard
+        oauth = OAuth(authorize=browser, redirect_uri=REDIRECT)
+        async with Connection(server.target(oauth), versions=VERSIONS) as conn:
+            await conn.notify("notifications/ping-test", {})
+            await trio.sleep(0.3)  # the POST is answered after notify returns
+            assert await conn.request("tools/list", {}) == {"tools": []}
+    assert len(asked) == 1  # the connect's login only
