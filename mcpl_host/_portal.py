@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import outcome
 import trio
 
-from .auth.flow import OAuth
+from .auth import Grant, MemoryTokenStore, OAuth, TokenStore
 from .mcpl.host import Mcpl, McplContext
 from .transports.http_target import HttpTarget
 
@@ -159,7 +159,7 @@ def adapt_hooks(options: Mapping[str, Any], adapt: HookAdapter) -> dict[str, Any
     if adapted.get("handlers"):
         adapted["handlers"] = {m: adapt(h) for m, h in adapted["handlers"].items()}
     if isinstance(adapted.get("auth"), OAuth):
-        adapted["auth"] = adapted["auth"].adapted(adapt)
+        adapted["auth"] = adapt_oauth(adapted["auth"], adapt)
     mcpl = adapted.get("mcpl")
     if isinstance(mcpl, Mcpl) and mcpl.hooks:
         adapted["mcpl"] = replace(mcpl, hooks={m: adapt(h) for m, h in mcpl.hooks.items()})
@@ -170,8 +170,45 @@ def adapt_target(target: Any, adapt: HookAdapter) -> Any:
     """``target`` with its authorization's hooks made trio coroutine functions by
     ``adapt`` (an HTTP target's ``auth``); any other target as it is."""
     if isinstance(target, HttpTarget) and target.auth is not None:
-        return replace(target, auth=target.auth.adapted(adapt))
+        return replace(target, auth=adapt_oauth(target.auth, adapt))
     return target
+
+
+def adapt_oauth(oauth: OAuth, adapt: HookAdapter) -> OAuth:
+    """A new OAuth whose hooks (the person's ``authorize``, a grant's assertion or ID
+    token source, a store of the embedder's) are made trio coroutine functions by
+    ``adapt``. It starts with nothing learnt; it shares the store."""
+    changes: dict[str, Any] = {"grant": _adapted_grant(oauth.grant, adapt)}
+    store = oauth.store
+    if not isinstance(store, MemoryTokenStore) and not getattr(store, "trio_native", False):
+        changes["store"] = _AdaptedStore(store, adapt)
+    return oauth.replace(**changes)
+
+
+# The callables a grant is given by the embedder (never one it makes itself, such as
+# ClientCredentials' signer).
+_GRANT_HOOKS = frozenset({"authorize", "assertion", "id_token"})
+
+
+def _adapted_grant(grant: Grant, adapt: HookAdapter) -> Grant:
+    """A copy of ``grant`` with the embedder's callables adapted."""
+    found = {k: v for k, v in vars(grant).items() if k in _GRANT_HOOKS and v is not None}
+    if not found:
+        return grant
+    copy = object.__new__(type(grant))
+    copy.__dict__.update(vars(grant))
+    copy.__dict__.update({k: adapt(v) for k, v in found.items()})
+    return copy
+
+
+class _AdaptedStore:
+    """An embedder's token store, each method through the face's adapter."""
+
+    def __init__(self, store: TokenStore, adapt: HookAdapter) -> None:
+        self.get_client = adapt(store.get_client)
+        self.set_client = adapt(store.set_client)
+        self.get_tokens = adapt(store.get_tokens)
+        self.set_tokens = adapt(store.set_tokens)
 
 
 def with_context(

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -41,14 +40,14 @@ from .fetch import Answer, Exchanges
 from .grants import AuthorizationCode, Authorize, Grant, GrantContext
 from .jose import DpopKey
 from .metadata import (
-    AuthServerMetadata,
     canonical_resource,
     origin,
 )
 from .records import ClientInfo, TokenSet
+from .state import ServerState, Tries
 from .store import MemoryTokenStore, TokenStore
 
-__all__ = ["DEFAULT_REDIRECT_URI", "AuthSession", "OAuth", "Tries"]
+__all__ = ["DEFAULT_REDIRECT_URI", "AuthSession", "OAuth"]
 
 _log = get_logger("mcpl_host.auth")
 
@@ -58,47 +57,7 @@ _MAX_REPLACED: Final = 3
 # How long a failed flow answers the requests that were refused with the same token.
 _FAILURE_MEMORY: Final = 10.0
 
-# How a face (asyncio, threads) turns a hook written for it into a trio coroutine function.
-Adapt = Callable[[Callable[..., Any]], Callable[..., Any]]
-
 DEFAULT_REDIRECT_URI: Final = "http://127.0.0.1/callback"
-
-
-@dataclass(slots=True)
-class Tries:
-    """What one request has tried so far: each remedy at most so often, so no server
-    can keep the host authorizing forever."""
-
-    flows: int = 0
-    refreshes: int = 0
-    step_ups: int = 0
-    nonces: int = 0
-    replaced: int = 0  # sent again because another request had replaced the token
-    # False: a refresh (or a DPoP nonce) at most, never the flow or a step-up: for the
-    # requests no caller waits on (the GET stream, the closing DELETE), which a server
-    # could otherwise make ask the person again at every reopening.
-    may_authorize: bool = True
-
-
-@dataclass(slots=True)
-class _Server:
-    """What is known of one MCP server (by its canonical URL)."""
-
-    url: str
-    lock: trio.Lock = field(default_factory=trio.Lock)
-    issuer: str | None = None
-    metadata: AuthServerMetadata | None = None
-    resource: str | None = None
-    client: ClientInfo | None = None
-    tokens: TokenSet | None = None
-    scope: str | None = None
-    scopes_supported: list[str] | None = None  # the protected resource's
-    dpop: DpopKey | None = None
-    nonces: dict[str, str] = field(default_factory=dict)
-    # The last flow that failed: the token it was run for, when, and why. Requests that
-    # queued on the lock for the same refused token fail with it rather than each run
-    # the flow (and ask the person) again.
-    failed: tuple[str | None, float, McplHostError] | None = None
 
 
 class OAuth:
@@ -184,7 +143,7 @@ class OAuth:
         self.grant: Grant = grant if grant is not None else AuthorizationCode(authorize)
         self.dpop = dpop
         self.max_step_ups = max_step_ups
-        self._servers: dict[str, _Server] = {}
+        self._servers: dict[str, ServerState] = {}
 
     def __repr__(self) -> str:
         return f"OAuth(client_id={self.client_id!r}, grant={type(self.grant).__name__})"
@@ -198,21 +157,6 @@ class OAuth:
             TypeError: an option OAuth does not have.
         """
         return OAuth(**{**self._options, **changes})
-
-    def adapted(self, adapt: Adapt) -> OAuth:
-        """A copy whose hooks (the person's ``authorize``, a grant's assertion or ID
-        token source, a store of the embedder's) are made trio coroutine functions by
-        ``adapt``: what the asyncio and synchronous faces do with hooks written for them.
-        The copy starts with nothing learnt."""
-        copy = object.__new__(OAuth)
-        copy.__dict__.update(self.__dict__)
-        copy._servers = {}
-        copy.grant = _adapted_grant(self.grant, adapt)
-        if not isinstance(self.store, MemoryTokenStore) and not getattr(
-            self.store, "trio_native", False
-        ):
-            copy.store = _AdaptedStore(self.store, adapt)
-        return copy
 
     def secrets(self) -> list[str]:
         """The configured secrets, for a redactor built before any flow runs."""
@@ -237,7 +181,7 @@ class OAuth:
         key = canonical_resource(server_url)
         server = self._servers.get(key)
         if server is None:
-            server = self._servers[key] = _Server(url=server_url)
+            server = self._servers[key] = ServerState(url=server_url)
         # With the secret of a client another connection registered (its tokens are
         # learnt as they are sent: AuthSession.headers).
         held = server.client.client_secret if server.client is not None else None
@@ -280,34 +224,10 @@ class OAuth:
             return await session.authorize({}, step_up=False, refused=None)
 
 
-def _adapted_grant(grant: Grant, adapt: Adapt) -> Grant:
-    """A copy of ``grant`` with the callables it was given adapted."""
-    hooks = {"authorize", "assertion", "id_token"}
-    found = {k: v for k, v in vars(grant).items() if k in hooks and v is not None}
-    if not found:
-        return grant
-    copy = object.__new__(type(grant))
-    copy.__dict__.update(vars(grant))
-    copy.__dict__.update({k: adapt(v) for k, v in found.items()})
-    return copy
-
-
-class _AdaptedStore:
-    """An embedder's token store, each method through the face's adapter."""
-
-    def __init__(
-        self, store: TokenStore, adapt: Callable[[Callable[..., Any]], Callable[..., Any]]
-    ) -> None:
-        self.get_client = adapt(store.get_client)
-        self.set_client = adapt(store.set_client)
-        self.get_tokens = adapt(store.get_tokens)
-        self.set_tokens = adapt(store.set_tokens)
-
-
 class AuthSession:
     """One transport's view of an :class:`OAuth` for one server."""
 
-    def __init__(self, oauth: OAuth, server: _Server, http: Exchanges) -> None:
+    def __init__(self, oauth: OAuth, server: ServerState, http: Exchanges) -> None:
         self._oauth = oauth
         self._server = server
         self._http = http

@@ -52,7 +52,7 @@ import trio
 
 from .._log import PeerLogBudget, get_logger
 from ..auth.challenge import bearer_params, shown, wants_authorization
-from ..auth.flow import Tries
+from ..auth.state import Tries
 from ..protocol.discover import PROTOCOL_VERSION
 from ..protocol.errors import (
     INTERNAL_ERROR,

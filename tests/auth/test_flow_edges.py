@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from mcpl_host import HttpTarget
+from mcpl_host._portal import adapt_oauth
 from mcpl_host.auth import ClientCredentials, MemoryTokenStore, OAuth
 from mcpl_host.protocol.errors import ConfigurationError
 
@@ -77,6 +78,6 @@ def test_a_face_adapts_hooks_but_not_a_client_credentials_signer() -> None:
         adapted.append(hook)
         return hook
 
-    copy = OAuth(grant=grant).adapted(adapt)
+    copy = adapt_oauth(OAuth(grant=grant), adapt)
     assert adapted == []
     assert copy.grant.signer is grant.signer  # type: ignore[attr-defined]
