@@ -51,6 +51,8 @@ for line in sys.stdin:
             waiting = message["id"]
             send_raw(b'{"jsonrpc":"2.0","id":' + b"1" * 5000 + b',"method":"ping"}')
             send_raw(b'{"jsonrpc":"2.0","id":7,"method":"ping","params":' + b"[" * 5000 + b"]" * 5000 + b"}")
+    elif method is not None and "id" in message:  # server/discover: a handshake-era server
+        send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "Method not found"}})
     elif "error" in message and message.get("id") is None:
         errors.append(message["error"])
         if len(errors) == 2:

@@ -326,6 +326,11 @@ async def test_socket_closed_by_server_fails_pending() -> None:
                         await stream.send_all(msgspec.json.encode(handle(message)) + b"\n")
                     elif message.get("method") == "tools/call":
                         return
+                    elif message.get("method") == "server/discover":
+                        # A handshake-era server refuses it (not answering costs 5 s).
+                        refused = {"jsonrpc": "2.0", "id": message["id"]}
+                        refused["error"] = {"code": -32601, "message": "Method not found"}
+                        await stream.send_all(msgspec.json.encode(refused) + b"\n")
 
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:

@@ -27,6 +27,9 @@ for line in sys.stdin:
         print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
     elif msg.get("method") == "tools/list":
         print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": []}}), flush=True)
+    elif msg.get("method") == "server/discover":  # a handshake-era server refuses it
+        error = {"code": -32601, "message": "Method not found"}
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": error}), flush=True)
     # tools/call is never answered: the host has to cancel it
 """
 

@@ -100,6 +100,11 @@ class Server:
                 elif method == "tools/list":
                     tools = [{"name": f"tool{number}", "inputSchema": {"type": "object"}}]
                     await ws.send_message(answer(message, {"tools": tools}))
+                elif method == "server/discover":
+                    # A handshake-era server refuses it (not answering costs 5 s).
+                    error = {"code": -32601, "message": "Method not found"}
+                    refused = {"jsonrpc": "2.0", "id": message["id"], "error": error}
+                    await ws.send_message(json.dumps(refused))
         except trio_websocket.ConnectionClosed as exc:
             self.close_codes.append(exc.reason.code if exc.reason is not None else None)
 
