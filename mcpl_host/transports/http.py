@@ -399,6 +399,8 @@ class HttpTransport:
             if self._auth is not None:
                 self._auth.observe(self.target.url, response)
             status = response.status_code
+            if status not in (401, 403):
+                break  # the common case: no header to read
             params = bearer_params(response.headers.get_list("www-authenticate"))
             if not wants_authorization(status, params):
                 break
