@@ -5,8 +5,6 @@ against the real authorization server (tests/auth/asserver.py)."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import httpx
@@ -15,32 +13,14 @@ import pytest
 from mcpl_host import HttpTarget, aio, sync
 from mcpl_host.auth import OAuth
 
-from .conftest import ASSERVER
+from ..cli.helpers import authorization_server
 
 
 @pytest.fixture
 def server_url() -> Iterator[str]:
     """asserver.py started without trio (these tests run their own loops)."""
-    process = subprocess.Popen(
-        [sys.executable, str(ASSERVER), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()  # bounded by the test's own deadline
-        assert line.startswith("READY "), line
-        yield line.split()[1]
-    finally:
-        process.terminate()
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+    with authorization_server() as url:
+        yield url
 
 
 def _follow(url: str) -> str:
