@@ -94,6 +94,18 @@ class Portal:
         self.run_soon(self._start, fn, on_done, call)
         return call
 
+    def submit_here(
+        self,
+        fn: Callable[[], Awaitable[T]],
+        on_done: Callable[[outcome.Outcome[T]], None],
+    ) -> Call:
+        """:meth:`submit` from the run's own thread, outside trio's tasks (a host loop's
+        callback when trio is its guest): the task is started now, with no hop through
+        trio's entry queue."""
+        call = Call(self)
+        self._start(fn, on_done, call)
+        return call
+
     def _start(
         self,
         fn: Callable[[], Awaitable[T]],
@@ -125,19 +137,24 @@ class Facade:
     """The object seen from a face: its coroutine methods made the face's calls by
     ``wrap`` (awaitable from asyncio, blocking...), every other attribute its own."""
 
-    __slots__ = ("_target", "_wrap")
+    __slots__ = ("_target", "_wrap", "_wrapped")
 
     def __init__(
         self, target: Any, wrap: Callable[[Callable[..., Awaitable[Any]]], Callable[..., Any]]
     ) -> None:
         self._target = target
         self._wrap = wrap
+        self._wrapped: dict[str, Callable[..., Any]] = {}  # made once per method
 
     def __getattr__(self, name: str) -> Any:
+        wrapped = self._wrapped.get(name)
+        if wrapped is not None:
+            return wrapped
         value = getattr(self._target, name)
         if not inspect.iscoroutinefunction(value):
             return value
-        return functools.wraps(value)(self._wrap(value))
+        wrapped = self._wrapped[name] = functools.wraps(value)(self._wrap(value))
+        return wrapped
 
     def __repr__(self) -> str:
         return f"<{self._wrap.__module__} face of {self._target!r}>"

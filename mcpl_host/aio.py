@@ -39,8 +39,10 @@ from typing import Any, Generic, TypeVar, cast
 import outcome
 import trio
 
+from ._guest import start_guest_run
 from ._portal import Facade, Portal, adapt_hooks, adapt_target, with_context
 from .client import connection as _connection
+from .driver.foreign import HOST, Parked
 from .driver.lifetime import OwnsNursery
 from .manager import _manager
 from .mcpl.host import McplContext
@@ -61,15 +63,9 @@ class _GuestRun:
         self.stopping = False
         self.ready: asyncio.Future[None] = loop.create_future()
         self.done: asyncio.Future[None] = loop.create_future()
-        trio.lowlevel.start_guest_run(
-            self.portal.serve,
-            self._ready,
-            run_sync_soon_threadsafe=loop.call_soon_threadsafe,
-            # From the loop's own thread, no wake-up write to asyncio's self-pipe.
-            run_sync_soon_not_threadsafe=loop.call_soon,
-            done_callback=self._finished,
-            # asyncio owns the wakeup fd (its signal handling); trio must not take it.
-            host_uses_signal_set_wakeup_fd=True,
+        self.host = _LoopHost(self)
+        self.guest = start_guest_run(
+            loop, self.portal.serve, self._ready, done_callback=self._finished
         )
 
     def _ready(self) -> None:
@@ -132,7 +128,8 @@ async def _in_trio(run: _GuestRun, fn: Callable[[], Awaitable[T]]) -> T:
         else:
             future.set_result(result.unwrap())
 
-    call = run.portal.submit(fn, done)
+    run.guest.wake_soon()
+    call = run.portal.submit_here(fn, done)
     try:
         return await future
     except asyncio.CancelledError:
@@ -141,6 +138,32 @@ async def _in_trio(run: _GuestRun, fn: Callable[[], Awaitable[T]]) -> T:
         # leaving an ``async with`` right after must not overtake it.
         await _uncancellable(ended)
         raise
+
+
+class _LoopHost:
+    """How an asyncio task of the loop awaits a request itself (driver/foreign.py): it
+    parks on a future of the loop, which trio's reader settles in its tick."""
+
+    def __init__(self, run: _GuestRun) -> None:
+        self._run = run
+
+    async def park(self, pending: Parked) -> None:
+        if pending.finished:
+            return
+        future: asyncio.Future[None] = self._run.loop.create_future()
+        pending.waiter = functools.partial(_wake, future)
+        try:
+            await future
+        finally:
+            pending.waiter = None
+
+    async def run(self, fn: Callable[[], Awaitable[T]]) -> T:
+        return await _in_trio(self._run, fn)
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():  # not if the awaiting task was cancelled meanwhile
+        future.set_result(None)
 
 
 async def _uncancellable(awaitable: Awaitable[T]) -> T:
@@ -181,7 +204,20 @@ class _Service(Generic[S]):
             raise
         self._run = run
 
+        direct: frozenset[str] = getattr(self._service, "HOST_LOOP_METHODS", frozenset())
+
         def wrap(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+            if method.__name__ in direct:
+
+                async def awaited_here(*args: Any, **kwargs: Any) -> Any:
+                    token = HOST.set(run.host)
+                    try:
+                        return await method(*args, **kwargs)
+                    finally:
+                        HOST.reset(token)
+
+                return awaited_here
+
             async def call(*args: Any, **kwargs: Any) -> Any:
                 return await _in_trio(run, functools.partial(method, *args, **kwargs))
 

@@ -15,6 +15,7 @@ from typing import Any, Final, TypeVar
 from msgspec import UNSET, Raw
 
 from .._log import get_logger
+from ..driver.foreign import in_trio
 from ..driver.pending import ProgressCallback
 from ..protocol.errors import (
     INVALID_PARAMS,
@@ -124,17 +125,20 @@ class ClientCalls(abc.ABC):
         async def send(again: Any) -> Raw:
             return await self._request_raw(method, again, **options)
 
-        return await resolve(
-            raw,
-            method,
-            params,
-            send,
-            hooks=self._hooks,
-            allowed=profile.input_requests,
-            context=HookContext(self.name, None, profile.revision),
-            limits=self.input_limits,
-            safe=self._safe,
-        )
+        async def rounds() -> Raw:
+            return await resolve(
+                raw,
+                method,
+                params,
+                send,
+                hooks=self._hooks,
+                allowed=profile.input_requests,
+                context=HookContext(self.name, None, profile.revision),
+                limits=self.input_limits,
+                safe=self._safe,
+            )
+
+        return await in_trio(rounds)  # the hooks and the backoff between rounds wait in trio
 
     @property
     def max_list_items(self) -> int:

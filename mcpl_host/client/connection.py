@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from msgspec import Raw
 
@@ -87,6 +87,25 @@ class Connection(Driver, TaskCalls):
     ``handlers`` maps any other server-request method to a raw handler; ``ping`` is
     built in.
     """
+
+    # The coroutine methods a task of the loop trio is the guest of may await itself,
+    # with no trio task of its own (mcpl_host.driver.foreign): every wait in them is a
+    # request's, and what waits on anything else (task polling, input rounds) runs in
+    # trio. The asyncio face awaits these directly; the rest it runs in trio.
+    HOST_LOOP_METHODS: ClassVar[frozenset[str]] = frozenset(
+        {
+            "request",
+            "ping",
+            "call_tool",
+            "read_resource",
+            "get_prompt",
+            "complete",
+            "list_tools",
+            "list_resources",
+            "list_resource_templates",
+            "list_prompts",
+        }
+    )
 
     def __init__(
         self,

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
@@ -40,6 +41,7 @@ import trio
 from msgspec import Raw
 
 from .._log import get_logger
+from ..driver.foreign import in_trio
 from ..driver.pending import ProgressCallback
 from ..driver.responder import Handler, Responder, ServerRequest
 from ..protocol.errors import (
@@ -433,7 +435,7 @@ class TaskCalls(ClientCalls):
                 return raw
             # 2026-07-28: the server chose to run it as a task (the extension carries no
             # progress for tasks).
-            return await self._see_through(name, self._task(created), clock, limit)
+            return await self._see_through_in_trio(name, self._task(created), clock, limit)
         clock = _Clock(limit, progress_resets_timeout, max_timeout)
 
         def progressed(progress: float, total: float | None, message: str | None) -> None:
@@ -460,7 +462,13 @@ class TaskCalls(ClientCalls):
             created = created_task(raw, self.profile, asked=True)
             if created is None:
                 return raw  # the server ran it directly after all
-            return await self._see_through(name, self._task(created), clock, limit)
+            return await self._see_through_in_trio(name, self._task(created), clock, limit)
+
+    async def _see_through_in_trio(self, tool: str, task: Task, clock: _Clock, limit: float) -> Raw:
+        """:meth:`_see_through` in a trio task: following a task polls, sleeps and
+        answers input under cancel scopes (a call awaited from asyncio runs here up to
+        this point without one: mcpl_host.driver.foreign)."""
+        return await in_trio(functools.partial(self._see_through, tool, task, clock, limit))
 
     async def _see_through(self, tool: str, task: Task, clock: _Clock, limit: float) -> Raw:
         """Follow a task the call created to its result's JSON. It is cancelled when the

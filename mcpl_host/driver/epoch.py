@@ -24,7 +24,7 @@ from ..transports import Transport
 from .pending import Pending
 from .responder import Responder
 
-__all__ = ["DEFAULT_WRITE_TIMEOUT", "BatchReply", "BatchSlot", "Epoch"]
+__all__ = ["DEFAULT_WRITE_TIMEOUT", "BatchReply", "BatchSlot", "Epoch", "Flush"]
 
 _log = get_logger("mcpl_host.connection")
 # A write the peer does not take within this long (it stopped reading) ends the
@@ -76,7 +76,7 @@ class Epoch:
         self._send_nowait: Callable[[bytes | memoryview], int] | None = getattr(
             transport.stream, "send_nowait", None
         )
-        self._flush: _Flush | None = None  # what callers of write() wait on
+        self._flush: Flush | None = None  # what callers of write() wait on
         self._work = trio.Event()
         self.on_late_write: Callable[[Epoch, Pending], None] | None = None
         self.profile: Profile | None = None
@@ -86,7 +86,7 @@ class Epoch:
         self.handshake_step: Established | Failed | Fallback | Retry | None = None
         self.handshake_done = trio.Event()
         # The write carrying notifications/initialized, queued by the reader.
-        self.initialized: _Flush | None = None
+        self.initialized: Flush | None = None
         # When the handshake finished (Connected or Reconnected was due); None before.
         self.connected_at: float | None = None
         self.open = True
@@ -167,16 +167,16 @@ class Epoch:
             raise self.closed_error(outcome_unknown=False)
         await self.written(self.enqueue(data))
 
-    def enqueue(self, data: bytes) -> _Flush:
+    def enqueue(self, data: bytes) -> Flush:
         """Queue one line without waiting; :meth:`written` waits for it."""
         flush = self._flush
         if flush is None:
-            flush = self._flush = _Flush()
+            flush = self._flush = Flush()
         self._outbox.append((data, None, True, False))
         self._work.set()
         return flush
 
-    async def written(self, flush: _Flush) -> None:
+    async def written(self, flush: Flush) -> None:
         """Return once the write that carries a line :meth:`enqueue` queued is done.
 
         Raises :class:`ConnectionClosed` when that write failed or the epoch ended first.
@@ -364,7 +364,7 @@ def _joined(entries: list[_Entry]) -> bytes | memoryview:
     return entries[0][0] if len(entries) == 1 else b"".join(e[0] for e in entries)
 
 
-class _Flush:
+class Flush:
     """One write of the writer task, for the callers of :meth:`Epoch.write` in it."""
 
     __slots__ = ("done", "ok")

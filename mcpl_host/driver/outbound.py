@@ -29,7 +29,7 @@ from ..protocol.errors import (
 )
 from ..protocol.messages import OutNotification, OutRequest, encode
 from ..protocol.redact import Redactor
-from .epoch import Epoch
+from .epoch import Epoch, Flush
 from .pending import Pending, ProgressCallback, result_decoder, with_progress_token
 from .rebind import ToolHints, safe_to_repeat
 from .timeouts import TimeoutWatch
@@ -311,29 +311,33 @@ class Outbound:
                 self._spawn_cancel_notice(epoch, pending.id, reason)
 
     def _spawn_cancel_notice(self, epoch: Epoch, request_id: int, reason: str) -> None:
-        # Run in the connection's nursery: the caller may be cancelled already, and the
-        # notice must not make it wait.
-        self._notices += 1  # counted now: close() must wait even before the task runs
-        self._spawn(self._send_cancelled, epoch, request_id, reason)
-
-    def remember_abandoned(self, request_id: int, reason: str) -> None:
-        self.abandoned[request_id] = reason
-        while len(self.abandoned) > _ABANDONED_MEMORY:
-            self.abandoned.popitem(last=False)
-
-    async def _send_cancelled(self, epoch: Epoch, request_id: int, reason: str) -> None:
+        # Queued now, so that it goes out before whatever the caller writes next (from
+        # whichever loop it runs in); waited for in the connection's nursery: the caller
+        # may be cancelled already, and the notice must not make it wait.
         line = encode(
             OutNotification(
                 method="notifications/cancelled",
                 params={"requestId": request_id, "reason": reason},
             )
         )
+        flush = epoch.enqueue(line)
+        self._notices += 1  # counted now: close() must wait even before the task runs
+        self._spawn(self._cancel_notice_written, epoch, flush, request_id, reason)
+
+    def remember_abandoned(self, request_id: int, reason: str) -> None:
+        self.abandoned[request_id] = reason
+        while len(self.abandoned) > _ABANDONED_MEMORY:
+            self.abandoned.popitem(last=False)
+
+    async def _cancel_notice_written(
+        self, epoch: Epoch, flush: Flush, request_id: int, reason: str
+    ) -> None:
         try:
             with trio.CancelScope(shield=True) as scope:
                 scope.deadline = trio.current_time() + _CANCEL_NOTICE_BOUND
                 # If the transport is gone, so is the request: nothing to tell.
                 with contextlib.suppress(ConnectionClosed):
-                    await epoch.write(line)
+                    await epoch.written(flush)
         finally:
             self._notices -= 1
             if not self._notices:

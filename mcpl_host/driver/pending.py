@@ -11,6 +11,7 @@ import trio
 from msgspec import UNSET, Raw
 
 from ..protocol.errors import McplHostError
+from .foreign import in_trio_task, park
 
 __all__ = ["PROGRESS", "Pending", "ProgressCallback", "result_decoder", "with_progress_token"]
 
@@ -70,7 +71,7 @@ class Pending:
         # Set once, by settle() or expire(): the caller may stop waiting. (A parked task
         # rather than a trio.Event: one request, one waiter, no allocation per call.)
         self.finished = False
-        self.waiter: trio.lowlevel.Task | None = None
+        self.waiter: trio.lowlevel.Task | Callable[[], None] | None = None
         self.result: Raw | None = None
         self.error: McplHostError | None = None
         self.settled = False
@@ -83,7 +84,12 @@ class Pending:
         self.on_settle: Callable[[Pending], None] | None = None
 
     async def wait(self) -> None:
-        """Until settled or expired (a checkpoint either way; cancellable)."""
+        """Until settled or expired (a checkpoint either way; cancellable). Awaited by a
+        task of the host loop that trio is the guest of, it waits on the host's terms
+        (:mod:`mcpl_host.driver.foreign`)."""
+        if not in_trio_task():
+            await park(self)
+            return
         if self.finished:
             await trio.lowlevel.checkpoint()
             return
@@ -98,8 +104,10 @@ class Pending:
     def _finish(self) -> None:
         self.finished = True
         waiter, self.waiter = self.waiter, None
-        if waiter is not None:
+        if type(waiter) is trio.lowlevel.Task:
             trio.lowlevel.reschedule(waiter)
+        elif waiter is not None:
+            waiter()  # a host loop's task (foreign.Host.park)
 
     def expire(self) -> None:
         """The timeout passed with no answer (called by the TimeoutWatch)."""
