@@ -9,14 +9,17 @@
 
     asyncio.run(main())
 
-trio runs as a guest on the running asyncio loop (``trio.lowlevel.start_guest_run``):
-one trio run per loop, started by the first connection or manager entered and ended
-when the last one leaves, serves them all. Every coroutine method of the object
-(``call_tool``, ``list_tools``, ``request``, ``notify``, ``set_roots``...) is awaitable
-from asyncio and returns what it returns under trio; every other attribute is the
-object's own. Errors are the same typed exceptions. Cancelling the asyncio task that
-awaits a call cancels the call in trio, which sends ``notifications/cancelled`` as a
-cancelled trio caller would.
+trio runs as a guest on the running asyncio loop, on its thread, its I/O polled by the
+loop itself (``mcpl_host._guest``): one trio run per loop, started by the first
+connection or manager entered and ended when the last one leaves, serves them all.
+Every coroutine method of the object (``call_tool``, ``list_tools``, ``request``,
+``notify``, ``set_roots``...) is awaitable from asyncio and returns what it returns
+under trio; every other attribute is the object's own. Errors are the same typed
+exceptions. A connection's requests (``Connection.HOST_LOOP_METHODS``) run in the
+awaiting asyncio task itself, parked on an asyncio future the reader settles
+(``mcpl_host.driver.foreign``); the other methods run in a trio task. Cancelling the
+asyncio task that awaits a call cancels the call, which sends
+``notifications/cancelled`` as a cancelled trio caller would.
 
 Server-to-host hooks (``sampling``, ``elicitation``, raw ``handlers``, the hooks of
 ``mcpl``) may be asyncio coroutine functions, run as asyncio tasks on the loop, or plain

@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 import sniffio
 
-__all__ = ["HOST", "Host", "Parked", "in_trio", "in_trio_task", "park"]
+__all__ = ["HOST", "Host", "Parked", "host", "in_trio", "in_trio_task"]
 
 T = TypeVar("T")
 
@@ -52,16 +52,12 @@ def in_trio_task() -> bool:
     return sniffio.thread_local.name == "trio"
 
 
-def _host() -> Host:
-    host = HOST.get()
-    if host is None:
+def host() -> Host:
+    """The awaiting task's host (raises ``RuntimeError`` when none is set)."""
+    found = HOST.get()
+    if found is None:
         raise RuntimeError("a request was awaited outside trio, with no host loop to wait on")
-    return host
-
-
-async def park(pending: Parked) -> None:
-    """:meth:`Host.park` of the awaiting task's host."""
-    await _host().park(pending)
+    return found
 
 
 async def in_trio(fn: Callable[[], Awaitable[T]]) -> T:
@@ -69,4 +65,4 @@ async def in_trio(fn: Callable[[], Awaitable[T]]) -> T:
     starts (for the parts of a call that wait on anything but its answer)."""
     if in_trio_task():
         return await fn()
-    return await _host().run(fn)
+    return await host().run(fn)

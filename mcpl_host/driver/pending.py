@@ -11,7 +11,7 @@ import trio
 from msgspec import UNSET, Raw
 
 from ..protocol.errors import McplHostError
-from .foreign import in_trio_task, park
+from .foreign import host, in_trio_task
 
 __all__ = ["PROGRESS", "Pending", "ProgressCallback", "result_decoder", "with_progress_token"]
 
@@ -88,7 +88,7 @@ class Pending:
         task of the host loop that trio is the guest of, it waits on the host's terms
         (:mod:`mcpl_host.driver.foreign`)."""
         if not in_trio_task():
-            await park(self)
+            await host().park(self)
             return
         if self.finished:
             await trio.lowlevel.checkpoint()
