@@ -26,7 +26,6 @@ thread and must be quick.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import functools
 import inspect
 import threading
@@ -88,52 +87,68 @@ class _TrioThread:
         self.thread.join()
 
 
-def _submit(
-    run: _TrioThread, fn: Callable[[], Awaitable[T]]
-) -> tuple[concurrent.futures.Future[T], Call]:
-    future: concurrent.futures.Future[T] = concurrent.futures.Future()
+class _Result:
+    """The outcome of a call submitted to the trio thread, for the thread waiting on it
+    (a bare lock: a call's hand-over is the face's main cost)."""
 
-    def done(result: outcome.Outcome[T]) -> None:
-        if isinstance(result, outcome.Error):
-            future.set_exception(result.error)
-        else:
-            future.set_result(result.unwrap())
+    __slots__ = ("_unset", "outcome")
 
-    return future, run.portal.submit(fn, done)
+    def __init__(self) -> None:
+        self.outcome: outcome.Outcome[Any] | None = None
+        self._unset = threading.Lock()
+        self._unset.acquire()
+
+    def set(self, result: outcome.Outcome[Any]) -> None:
+        """From trio's thread."""
+        self.outcome = result
+        self._unset.release()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Until set (interruptible: Ctrl-C raises KeyboardInterrupt here)."""
+        if not self._unset.acquire(timeout=-1 if timeout is None else timeout):
+            return False
+        self._unset.release()
+        return True
 
 
 def _call(run: _TrioThread, fn: Callable[[], Awaitable[T]]) -> T:
     """``fn()`` in the trio run, waited for here; an interrupt while waiting (Ctrl-C)
     cancels it there."""
-    future, call = _submit(run, fn)
+    result = _Result()
+    call = run.portal.submit(fn, result.set)
     try:
-        result: T = future.result()
+        result.wait()
     except BaseException:
-        if not future.done():
+        if result.outcome is None:
             call.cancel()
             # Until trio has taken the cancellation (and queued notifications/cancelled):
             # a shutdown right after must not overtake it.
-            concurrent.futures.wait([future], timeout=_CANCEL_SETTLE)
+            result.wait(_CANCEL_SETTLE)
         raise
-    return result
+    assert result.outcome is not None
+    value: T = result.outcome.unwrap()
+    return value
 
 
 def _finish(run: _TrioThread, fn: Callable[[], Awaitable[None]]) -> None:
     """``fn()`` in the trio run, waited for to the end: an interrupt meanwhile is raised
     afterwards."""
-    future, _ = _submit(run, fn)
+    result = _Result()
+    run.portal.submit(fn, result.set)
     interrupted: BaseException | None = None
     while True:
         try:
-            future.result()
+            result.wait()
         except (KeyboardInterrupt, SystemExit) as exc:
-            if not future.done():
+            if result.outcome is None:
                 interrupted = exc
                 continue
             raise
         break
     if interrupted is not None:
         raise interrupted
+    assert result.outcome is not None
+    result.outcome.unwrap()
 
 
 class _Service:
