@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import outcome
 import trio
 
-from ._portal import Call, Facade, Portal, adapt_hooks, adapt_target, with_context
+from ._portal import Facade, Portal, adapt_hooks, adapt_target, with_context
 from .client import connection as _connection
 from .manager import _manager
 from .mcpl.host import McplContext
