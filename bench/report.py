@@ -112,9 +112,9 @@ TARGETS: Final = (
     Target("stdio", "trio 64 in flight vs typescript-sdk", "mcpl_host", "typescript-sdk", "inflight_per_s", ">=", 1.5),
     Target("stdio", "sync face sequential vs python-sdk", "mcpl_host-sync", "python-sdk", "sequential_per_s", ">=", 2.0),
     Target("stdio", "manager CPU/seq call vs trio Connection's", "mcpl_host-manager", "mcpl_host", "cpu_s_per_1k", "<=", 1.10),
+    Target("stdio", "trio RSS after the small calls", "mcpl_host", None, "small_rss_mib", "<=", 30.0),
     Target("http", "trio sequential vs typescript-sdk", "mcpl_host", "typescript-sdk", "sequential_per_s", ">=", 1.0),
     Target("http", "trio 64 in flight vs typescript-sdk", "mcpl_host", "typescript-sdk", "inflight_per_s", ">=", 1.0),
-    Target("stdio", "trio RSS after the small calls (MB)", "mcpl_host", None, "small_rss_mib", "<=", 30.0),
 )  # fmt: skip
 
 
@@ -142,7 +142,7 @@ def targets(results: dict[str, Runs]) -> list[str]:
         if target.transport not in results:
             continue
         shown, verdict = _check(target, results[target.transport])
-        unit = "" if target.theirs is None else "x"
+        unit = " MB" if target.theirs is None else "x"
         wanted = f"{target.way} {target.bound:g}{unit}"
         rows.append(f"| {target.transport} | {target.what} | {shown} | {wanted} | {verdict} |")
     return rows
