@@ -120,6 +120,8 @@ class HttpMcp(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
+        if self.trace:
+            print("connection opened", file=sys.stderr)
 
     def data_received(self, data: bytes) -> None:
         assert self._transport is not None
