@@ -163,7 +163,7 @@ class HttpMcp(asyncio.Protocol):
         body = bytes(buffer[start : start + size])
         del buffer[: start + size]
         self._scanned = 0
-        close = _header(head, lowered, b"\r\nconnection:") == b"close"
+        close = _header(lowered, lowered, b"\r\nconnection:") == b"close"
         if self.trace:
             self._request = head.partition(b" HTTP/")[0] + b" " + body[:90]
         method, _, rest = head.partition(b" ")

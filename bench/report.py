@@ -48,7 +48,7 @@ def median(results: Runs, client: str, key: str) -> float:
 
 
 def _cell(key: str, value: float) -> str:
-    return f"{value:,.0f}" if key.endswith("per_s") else f"{value:.3g}"
+    return f"{value:,.0f}" if key.endswith("per_s") or value >= 100 else f"{value:.3g}"
 
 
 def table(results: Runs, transport: str) -> list[str]:
@@ -69,7 +69,7 @@ def table(results: Runs, transport: str) -> list[str]:
             ours, theirs = median(results, "mcpl_host", key), median(results, other, key)
             ratio = ours / theirs if better == "higher" else theirs / ours
             # The floor imports nothing: no ratio to speak of.
-            ratios.append(f"{ratio:.2f}x" if min(theirs, ours) > 1e-3 else "-")
+            ratios.append("-" if key == "import_s" and other == "floor" else f"{ratio:.2f}x")
         rows.append(
             f"| mcpl_host (trio) vs {label(other, transport)} | " + " | ".join(ratios) + " |"
         )
