@@ -13,7 +13,8 @@ Notifications and responses are read and ignored; anything else gets -32601.
 
 It reads in 64 KiB chunks, answers every complete line of a chunk, and writes all those
 answers with one system call: requests pipelined by a client are answered in a batch of
-writes, not one wake-up each.
+writes, not one wake-up each. ``bench/http_server.py`` gives the same answers over
+Streamable HTTP (``decode`` and ``respond``).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class Message(msgspec.Struct):
     params: Params | None = None
 
 
-_decode = msgspec.json.Decoder(Message).decode
+decode = msgspec.json.Decoder(Message).decode
 _encode_id = msgspec.json.encode
 _TOOLS = (
     b'{"tools":[{"name":"echo","description":"Returns its text","inputSchema":{"type":"object",'
@@ -63,9 +64,16 @@ def _result(id_: bytes, result: bytes) -> bytes:
 def answer(line: bytes) -> bytes:
     """The bytes to write for one line (empty for a notification or a response)."""
     try:
-        msg = _decode(line)
+        msg = decode(line)
     except msgspec.DecodeError:
         return b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}\n'
+    return respond(msg)
+
+
+def respond(msg: Message, supported: tuple[bytes, ...] = SUPPORTED) -> bytes:
+    """The answer to one decoded message, a line (empty for a notification or a
+    response); ``initialize`` agrees to the client's revision when it is in
+    ``supported``, else offers the first of them."""
     if msg.method is None or msg.id is None:
         return b""
     id_ = _encode_id(msg.id)
@@ -78,7 +86,7 @@ def answer(line: bytes) -> bytes:
             return _result(id_, b'{"content":[{"type":"text","text":"%d"}]}' % os.getpid())
     elif msg.method == "initialize":
         asked = params.protocolVersion.encode()
-        version = asked if asked in SUPPORTED else SUPPORTED[0]
+        version = asked if asked in supported else supported[0]
         return _result(
             id_,
             b'{"protocolVersion":"' + version + b'","capabilities":{"tools":{}},'

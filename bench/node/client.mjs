@@ -1,17 +1,22 @@
 // Benchmark client for the official TypeScript MCP SDK (@modelcontextprotocol/sdk, pinned in
-// package.json / package-lock.json), speaking stdio to bench/server.py. One process measures:
-//   import_s        time of the dynamic imports of the SDK's client and stdio transport modules
-//   handshake_s     median time of client.connect(): spawn the server + initialize + initialized
+// package.json / package-lock.json), speaking stdio to bench/server.py (StdioClientTransport)
+// or Streamable HTTP to bench/http_server.py (StreamableHTTPClientTransport, node's fetch).
+// One process measures:
+//   import_s        time of the dynamic imports of the SDK's client and transport modules
+//   handshake_s     median time of client.connect(): spawn the server (stdio) or connect
+//                   (HTTP) + initialize + initialized
 //   sequential_per_s  echo calls per second, one at a time (after --warmup calls)
 //   inflight_per_s  echo calls per second with --inflight concurrent callers
+//   small_rss_mib   this process's peak resident set (VmHWM) after those two phases, MiB
 //   big_per_s       echo calls per second carrying a --big-bytes text, one at a time
 //   cpu_s_per_1k    this process's CPU seconds (user + system) per 1000 sequential calls
-//   peak_rss_mib    this process's peak resident set (VmHWM), MiB
+//   peak_rss_mib    this process's peak resident set (VmHWM) at the end, MiB
 // and prints them as one line of JSON on stdout (anything else goes to stderr).
 //
 //   npm ci --prefix bench/node
 //   node bench/node/client.mjs --server-json '["python","bench/server.py"]' \
 //       --calls N --big-calls M --big-bytes B --handshakes H [--inflight 64] [--warmup 200]
+//   node bench/node/client.mjs --transport http --url http://127.0.0.1:PORT/mcp ...
 
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -21,6 +26,8 @@ function options() {
   const { values } = parseArgs({
     options: {
       'server-json': { type: 'string' },
+      transport: { type: 'string', default: 'stdio' },
+      url: { type: 'string', default: '' },
       calls: { type: 'string' },
       'big-calls': { type: 'string' },
       'big-bytes': { type: 'string' },
@@ -36,12 +43,21 @@ function options() {
     if (!/^\d+$/.test(raw) || Number(raw) < min) throw new Error(`--${name} must be an integer >= ${min}`);
     return Number(raw);
   };
-  if (values['server-json'] === undefined) throw new Error('--server-json is required');
-  const server = JSON.parse(values['server-json']);
-  if (!Array.isArray(server) || server.length === 0 || !server.every((s) => typeof s === 'string')) {
-    throw new Error('--server-json must be a non-empty JSON array of strings');
+  const transport = values.transport;
+  if (transport !== 'stdio' && transport !== 'http') throw new Error('--transport must be stdio or http');
+  let server = [];
+  if (transport === 'http') {
+    if (!values.url) throw new Error('--url is required with --transport http');
+  } else {
+    if (values['server-json'] === undefined) throw new Error('--server-json is required');
+    server = JSON.parse(values['server-json']);
+    if (!Array.isArray(server) || server.length === 0 || !server.every((s) => typeof s === 'string')) {
+      throw new Error('--server-json must be a non-empty JSON array of strings');
+    }
   }
   return {
+    transport,
+    url: values.url,
     command: server[0],
     args: server.slice(1),
     calls: int('calls', 1),
@@ -80,7 +96,14 @@ async function main() {
   // a. import
   let t0 = performance.now();
   const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
-  const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+  let newTransport;
+  if (opt.transport === 'http') {
+    const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+    newTransport = () => new StreamableHTTPClientTransport(new URL(opt.url));
+  } else {
+    const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+    newTransport = () => new StdioClientTransport({ command: opt.command, args: opt.args, stderr: 'inherit' });
+  }
   out.import_s = (performance.now() - t0) / 1000;
 
   // b. handshakes: keep the last connection, close the others
@@ -88,7 +111,7 @@ async function main() {
   let client;
   for (let i = 0; i < opt.handshakes; i++) {
     const c = new Client({ name: 'bench', version: '1.0.0' });
-    const transport = new StdioClientTransport({ command: opt.command, args: opt.args, stderr: 'inherit' });
+    const transport = newTransport();
     t0 = performance.now();
     await c.connect(transport);
     times.push((performance.now() - t0) / 1000);
@@ -121,6 +144,7 @@ async function main() {
     t0 = performance.now();
     await Promise.all(Array.from({ length: opt.inflight }, (_, w) => worker(base + (w < extra ? 1 : 0))));
     out.inflight_per_s = opt.calls / ((performance.now() - t0) / 1000);
+    out.small_rss_mib = peakRssMib();
 
     // f. big
     const big = 'x'.repeat(opt.bigBytes);
