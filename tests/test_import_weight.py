@@ -1,7 +1,8 @@
 """A host that talks to stdio servers loads none of what only other transports need:
 ``import mcpl_host``, a Connection and a ConnectionManager over stdio leave the
 authorization machinery (mcpl_host.auth, httpx, PyJWT, cryptography, h11) and the
-WebSocket, retry and logging libraries unimported (but tenacity for the manager) (each in a fresh process, since
+WebSocket, retry and logging libraries unimported (but tenacity for the manager), and
+the manager itself is loaded when first named (each in a fresh process, since
 ``sys.modules`` is global). They cost most of mcpl_host's import time and memory
 (docs/performance.md, "What each change bought"); a stray import at module level
 anywhere on the way would bring them back without failing anything else."""
@@ -14,6 +15,9 @@ import subprocess
 import sys
 
 import pytest
+
+import mcpl_host
+import mcpl_host.manager
 
 # Loaded only by what uses them: an HTTP target with auth, `mcpl-host auth`, a
 # WebSocket target, the first reconnect, an application that imports structlog.
@@ -34,16 +38,18 @@ PROBE = """
 import json, sys
 import trio
 import mcpl_host
-from mcpl_host import Connection, ConnectionManager, StdioTarget
+from mcpl_host import Connection, StdioTarget
 
 HEAVY = {heavy!r}
 loaded = {{"import": [m for m in HEAVY if m in sys.modules]}}
+loaded["manager before use"] = [m for m in ("mcpl_host.manager", "mcpl_host.config") if m in sys.modules]
 DEMO = StdioTarget.of([sys.executable, "-m", "mcpl_host.demo"])
 
 async def main():
     async with Connection(DEMO) as conn:
         assert (await conn.call_tool("echo", {{"text": "hi"}})).text == "hi"
     loaded["connection"] = [m for m in HEAVY if m in sys.modules]
+    from mcpl_host import ConnectionManager
     async with ConnectionManager({{"demo": DEMO}}) as manager:
         result = await manager.call_tool("demo__echo", {{"text": "hi"}})
         assert result["content"][0]["text"] == "hi", result
@@ -73,7 +79,12 @@ def test_a_stdio_host_never_imports_the_http_auth_websocket_or_logging_libraries
     loaded = run_probe(PROBE.format(heavy=HEAVY))
     # The manager retries a server's first connect under its policy: tenacity is its
     # controller from the start (half a megabyte once trio is loaded).
-    assert loaded == {"import": [], "connection": [], "manager": ["tenacity"]}
+    assert loaded == {
+        "import": [],
+        "manager before use": [],  # mcpl_host.ConnectionManager is loaded when first named
+        "connection": [],
+        "manager": ["tenacity"],
+    }
 
 
 @pytest.mark.parametrize("module", ["mcpl_host.auth", "mcpl_host.aio", "mcpl_host.sync"])
@@ -100,3 +111,14 @@ def test_a_dpop_key_loads_pyjwt_and_cryptography_when_made() -> None:
         " 'after': [m for m in ('jwt', 'cryptography') if m in sys.modules]}))\n"
     )
     assert run_probe(probe) == {"before": [], "after": ["jwt", "cryptography"]}
+
+
+def test_the_lazily_exported_names_are_the_modules_own() -> None:
+    lazy = sorted(mcpl_host._LAZY)
+    assert set(lazy) <= set(mcpl_host.manager.__all__)
+    assert set(lazy) <= set(mcpl_host.__all__)
+    assert set(lazy) <= set(dir(mcpl_host))
+    for name in lazy:
+        assert getattr(mcpl_host, name) is getattr(mcpl_host.manager, name)
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        mcpl_host.Nope  # noqa: B018
