@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .client import (
     CallToolResult,
     Completion,
@@ -43,16 +46,6 @@ from .events import (
     ServerNotification,
     StderrLine,
 )
-from .manager import (
-    ConnectionManager,
-    ServerState,
-    ServerStatus,
-    ServerUnavailable,
-    ToolEntry,
-    ToolListing,
-    UnknownServer,
-    UnknownTool,
-)
 from .mcpl.host import Mcpl, McplContext
 from .protocol.envelope import Outcome, RequestId
 from .protocol.errors import (
@@ -91,6 +84,47 @@ from .transports.targets import (
     WebSocketTarget,
     parse_target,
 )
+
+if TYPE_CHECKING:
+    from .manager import (
+        ConnectionManager,
+        ServerState,
+        ServerStatus,
+        ServerUnavailable,
+        ToolEntry,
+        ToolListing,
+        UnknownServer,
+        UnknownTool,
+    )
+
+# Loaded on first use (``from mcpl_host import ConnectionManager`` included): a host
+# with one Connection never pays for the manager and the config loader it brings.
+_LAZY = {
+    "ConnectionManager": ".manager",
+    "ServerState": ".manager",
+    "ServerStatus": ".manager",
+    "ServerUnavailable": ".manager",
+    "ToolEntry": ".manager",
+    "ToolListing": ".manager",
+    "UnknownServer": ".manager",
+    "UnknownTool": ".manager",
+}
+
+
+if not TYPE_CHECKING:  # a type checker sees the imports above, and no catch-all
+
+    def __getattr__(name: str) -> Any:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import httpx
 import msgspec
 import trio
 
 from ..protocol.errors import AuthorizationError
 from ..protocol.redact import Redactor
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["MAX_DOCUMENT", "Answer", "Exchanges"]
 
@@ -72,6 +74,8 @@ class Exchanges:
             AuthorizationError: no answer within the timeout, or the server could not
                 be reached (``step`` names the step of the flow).
         """
+        import httpx  # noqa: PLC0415 - loaded already: ``client`` is httpx's
+
         try:
             with trio.fail_after(self.timeout):
                 request = self.client.build_request(

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
-import httpx
 import trio
 
 from .._log import get_logger
@@ -46,6 +45,9 @@ from .metadata import (
 from .records import ClientInfo, TokenSet
 from .state import ServerState, Tries
 from .store import MemoryTokenStore, TokenStore
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["DEFAULT_REDIRECT_URI", "AuthSession", "OAuth"]
 
@@ -208,6 +210,8 @@ class OAuth:
             AuthorizationRequired: the grant needs a person and there is no hook.
             AuthorizationError: a step failed.
         """
+        import httpx  # noqa: PLC0415 - heavy: loaded by a flow that runs, not by an import
+
         # A client of the caller's is the caller's to close.
         async with (
             httpx.AsyncClient(follow_redirects=False)

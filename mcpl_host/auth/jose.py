@@ -14,10 +14,10 @@ import time
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
-import jwt
-from cryptography.hazmat.primitives.asymmetric import ec
-
 from ..protocol.errors import ConfigurationError
+
+# PyJWT and cryptography (about 11 MB and 40 ms) are imported by the first key or
+# assertion made, not by `import mcpl_host.auth`: most hosts never sign a token.
 
 __all__ = ["ClientAssertion", "DpopKey"]
 
@@ -31,6 +31,9 @@ class DpopKey:
     algorithm: Final = "ES256"
 
     def __init__(self) -> None:
+        import jwt  # noqa: PLC0415
+        from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415
+
         self._key = ec.generate_private_key(ec.SECP256R1())
         self._jwk: dict[str, Any] = jwt.algorithms.ECAlgorithm.to_jwk(
             self._key.public_key(), as_dict=True
@@ -54,6 +57,8 @@ class DpopKey:
             digest = hashlib.sha256(access_token.encode("ascii")).digest()
             claims["ath"] = base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
         headers = {"typ": "dpop+jwt", "jwk": self._jwk}
+        import jwt  # noqa: PLC0415 - loaded by __init__ already
+
         return jwt.encode(claims, self._key, algorithm=self.algorithm, headers=headers)
 
 
@@ -68,6 +73,8 @@ class ClientAssertion:
     def __init__(self, client_id: str, private_key_pem: str, algorithm: str = "ES256") -> None:
         self.client_id = client_id
         self.algorithm = algorithm
+        import jwt  # noqa: PLC0415
+
         try:
             self._key = jwt.api_jws.get_algorithm_by_name(algorithm).prepare_key(private_key_pem)
         except (ValueError, TypeError, NotImplementedError, jwt.InvalidKeyError) as exc:
@@ -86,4 +93,6 @@ class ClientAssertion:
             "exp": now + _ASSERTION_LIFETIME,
             "jti": secrets.token_urlsafe(16),
         }
+        import jwt  # noqa: PLC0415 - loaded by __init__ already
+
         return jwt.encode(claims, self._key, algorithm=self.algorithm)

@@ -11,17 +11,20 @@ query holds the authorization code, so no log event here carries a request targe
 from __future__ import annotations
 
 import sys
-import webbrowser
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import h11
 import trio
 
 from .._log import get_logger
 from ..protocol.errors import AuthorizationRequired
 from ..protocol.redact import log_value
+
+# h11 and webbrowser are imported where a login uses them: `import mcpl_host.auth` (the
+# CLI's, the faces') stays light.
+if TYPE_CHECKING:
+    import h11
 
 __all__ = ["LoopbackRedirect"]
 
@@ -175,6 +178,8 @@ class LoopbackRedirect:
     async def _exchange(self, stream: trio.SocketStream) -> str | None:
         """Read one request from ``stream`` and answer it; the request target when it
         was the redirect, else None. Never raises for what the client did."""
+        import h11  # noqa: PLC0415
+
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
         target: str | None = None
         outcome = "timeout"
@@ -223,6 +228,8 @@ async def _receive_request(conn: h11.Connection, stream: trio.SocketStream) -> h
     Raises h11.RemoteProtocolError (a malformed or too large head) and
     trio.BrokenResourceError.
     """
+    import h11  # noqa: PLC0415
+
     while True:
         event = conn.next_event()
         if event is h11.NEED_DATA:
@@ -244,6 +251,8 @@ async def _respond(
         ("referrer-policy", "no-referrer"),
         ("connection", "close"),
     ]
+    import h11  # noqa: PLC0415
+
     data = conn.send(h11.Response(status_code=status, headers=headers))
     data += conn.send(h11.Data(data=page)) or b""
     data += conn.send(h11.EndOfMessage()) or b""
@@ -251,6 +260,8 @@ async def _respond(
 
 
 async def _open_browser(url: str) -> None:
+    import webbrowser  # noqa: PLC0415
+
     # In a thread that is abandoned on cancel: a console browser runs until it is closed.
     try:
         opened = await trio.to_thread.run_sync(webbrowser.open, url, abandon_on_cancel=True)

@@ -5,13 +5,12 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 from msgspec import UNSET
 
 from .._log import get_logger
-from ..auth.flow import OAuth
 from ..client.connection import Connection, TransportFactory
 from ..client.hooks import ElicitationHook, SamplingHook, as_roots
 from ..client.pagination import DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_ITEMS
@@ -39,6 +38,9 @@ from .errors import ServerUnavailable, UnknownServer, UnknownTool
 from .naming import TOOL_SEPARATOR, ToolEntry
 from .status import ServerStatus
 from .tools import ToolListing, gather_tools
+
+if TYPE_CHECKING:
+    from ..auth.flow import OAuth
 
 __all__ = ["DEFAULT_RECONNECT", "ConnectionManager"]
 

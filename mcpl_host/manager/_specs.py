@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
-from ..auth import OAuth, user_store
 from ..client.connection import TransportFactory
 from ..config import AuthSpec, ServerConfig
 from ..driver.reconnect import Reconnect
@@ -22,6 +21,9 @@ from ..transports.targets import (
 )
 from ._server import ConnectionMaker, ManagedServer, ManagerEventCallback
 from .status import ServerStatus
+
+if TYPE_CHECKING:
+    from ..auth.flow import OAuth
 
 __all__ = ["ServerSpec", "managed_server"]
 
@@ -97,6 +99,10 @@ def _with_auth(
     if auth is not None:
         oauth = auth.replace(**options) if options else auth
     elif spec is not None:
+        # The authorization machinery (httpx, PyJWT, cryptography) loads only for a
+        # server that uses it: a stdio-only host never pays for it.
+        from ..auth import OAuth, user_store  # noqa: PLC0415
+
         oauth = OAuth(store=user_store(), **options)
     else:
         return target

@@ -8,12 +8,14 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
-from ..auth.flow import OAuth
 from ..protocol.errors import ConfigurationError
 from ..protocol.redact import Redactor, log_value
+
+if TYPE_CHECKING:
+    from ..auth.flow import OAuth
 
 __all__ = ["HttpTarget", "describe_http", "has_authorization", "http_redactor"]
 
@@ -100,7 +102,7 @@ class HttpTarget:
             raise ConfigurationError("an HTTP timeout must be a positive number")
         if self.ssl_context is not None and not isinstance(self.ssl_context, ssl.SSLContext):
             raise ConfigurationError("an HTTP ssl_context must be an ssl.SSLContext")
-        if self.auth is not None and not isinstance(self.auth, OAuth):
+        if self.auth is not None and not _is_oauth(self.auth):
             raise ConfigurationError("an HTTP target's auth must be an mcpl_host.auth.OAuth")
         if self.auth is not None and has_authorization(copied):
             raise ConfigurationError(
@@ -109,6 +111,14 @@ class HttpTarget:
 
     def __repr__(self) -> str:
         return f"HttpTarget({describe_http(self)!r}, headers={sorted(self.headers)!r})"
+
+
+def _is_oauth(value: object) -> bool:
+    # Imported here: the authorization machinery (httpx, PyJWT, cryptography) loads only
+    # for a target that is given an ``auth``, never for a stdio-only host.
+    from ..auth.flow import OAuth  # noqa: PLC0415
+
+    return isinstance(value, OAuth)
 
 
 def has_authorization(headers: Mapping[str, str]) -> bool:
