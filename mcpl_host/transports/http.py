@@ -70,7 +70,7 @@ from ..protocol.request_headers import VERSION_HEADER, ToolHeaders, request_head
 from ..protocol.sse import SseDecoder, SseEvent
 from .http_body import content_kind, read_chunks
 from .http_headers import Refused, echoable_event_id, session_id
-from .http_pool import HttpPool, HttpResponse, ReadError, RemoteProtocolError
+from .http_pool import HttpPool, HttpResponse, ReadError, RemoteProtocolError, environment_proxy
 from .http_target import HttpTarget, describe_http
 from .sse_reopen import Reopening, retry_seconds
 
@@ -848,6 +848,7 @@ async def open_http(
             max_connections=MAX_CONNECTIONS,
             max_keepalive=KEEPALIVE_CONNECTIONS,
             user_agent=_USER_AGENT,
+            proxy=environment_proxy(target.url),
         )
         auth_client = None
         if target.auth is not None:

@@ -26,11 +26,13 @@ bounds an exchange (HttpTransport._open).
 
 from __future__ import annotations
 
+import base64
 import select
 import ssl
 import zlib
 from typing import Final
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
+from urllib.request import getproxies
 
 import h11
 import trio
@@ -43,6 +45,7 @@ __all__ = [
     "ReadError",
     "RemoteProtocolError",
     "WriteError",
+    "environment_proxy",
 ]
 
 _READ_BYTES: Final = 65536
@@ -252,8 +255,45 @@ async def _head(connection: _Connection) -> h11.Response:
             raise RemoteProtocolError("the server closed the connection without a response")
 
 
+def environment_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url``, or None: ``HTTPS_PROXY`` or
+    ``HTTP_PROXY`` by the URL's scheme, else ``ALL_PROXY`` (as urllib finds them, any
+    case), unless ``NO_PROXY`` names the host (``*``; a host, which covers its
+    subdomains; ``.domain`` for subdomains only; an address). A proxy given without a
+    scheme is an ``http://`` one. httpx's reading, less its scheme prefixes in
+    ``NO_PROXY``."""
+    proxies = getproxies()
+    parts = urlsplit(url)
+    found = proxies.get(parts.scheme.lower()) or proxies.get("all")
+    if not found or _bypassed((parts.hostname or "").lower(), proxies.get("no", "")):
+        return None
+    return found if "://" in found else f"http://{found}"
+
+
+def _bypassed(host: str, no_proxy: str) -> bool:
+    for entry in no_proxy.split(","):
+        name = entry.strip().lower().strip("[]")
+        if name == "*":
+            return True
+        if not name:
+            continue
+        if name.startswith("."):
+            if host.endswith(name):
+                return True
+        elif host == name or host.endswith("." + name):
+            return True
+    return False
+
+
 class HttpPool:
-    """Keep-alive HTTP/1.1 connections to the origin of one URL."""
+    """Keep-alive HTTP/1.1 connections to the origin of one URL, directly or through an
+    ``http://`` proxy (a CONNECT tunnel for ``https://``, the absolute URL for
+    ``http://``).
+
+    Raises:
+        ValueError: an ``https://`` URL without an ``ssl_context``, or a proxy that is not
+            an ``http://`` URL with a host.
+    """
 
     def __init__(
         self,
@@ -263,6 +303,7 @@ class HttpPool:
         max_connections: int,
         max_keepalive: int,
         user_agent: bytes,
+        proxy: str | None = None,
     ) -> None:
         parts = urlsplit(url)
         self.tls = parts.scheme.lower() == "https"
@@ -285,6 +326,22 @@ class HttpPool:
             (b"User-Agent", user_agent),
             (b"Accept-Encoding", b"identity"),
         ]
+        self._proxy: tuple[str, int] | None = None
+        self._proxy_headers: Headers = []
+        if proxy is not None:
+            via = urlsplit(proxy)
+            if via.scheme.lower() != "http" or not via.hostname:
+                raise ValueError("only an http:// proxy is supported")
+            self._proxy = (via.hostname, via.port or 80)
+            if via.username is not None:
+                secret = f"{unquote(via.username)}:{unquote(via.password or '')}"
+                basic = b"Basic " + base64.b64encode(secret.encode())
+                self._proxy_headers.append((b"Proxy-Authorization", basic))
+            if not self.tls:
+                # Through the proxy: the whole URL as the target, its credentials on
+                # every request (a tunnel carries them once, on CONNECT).
+                self.target = b"http://" + self.host_header + self.target
+                self.base_headers += self._proxy_headers
         self._slots = trio.Semaphore(max_connections)
         self._max_keepalive = max_keepalive
         self._idle: list[_Connection] = []
@@ -333,12 +390,19 @@ class HttpPool:
         return None
 
     async def _connect(self) -> _Connection:
+        host, port = self._proxy or (self._host, self._port)
         try:
-            tcp = await trio.open_tcp_stream(self._host, self._port)
+            tcp = await trio.open_tcp_stream(host, port)
         except OSError as exc:
             raise ConnectError(f"cannot connect: {exc!r}") from exc
         if self._ssl_context is None:
             return _Connection(tcp, tcp.socket)
+        if self._proxy is not None:
+            try:
+                await self._tunnel(tcp)
+            except BaseException:
+                tcp.socket.close()
+                raise
         tls = trio.SSLStream(
             tcp, self._ssl_context, server_hostname=self._host, https_compatible=True
         )
@@ -350,6 +414,20 @@ class HttpPool:
                 raise ConnectError(f"the TLS handshake failed: {exc!r}") from exc
             raise
         return _Connection(tls, tcp.socket)
+
+    async def _tunnel(self, tcp: trio.SocketStream) -> None:
+        """Ask the proxy for a tunnel to the origin (CONNECT), for TLS to go through."""
+        tunnel = _Connection(tcp, tcp.socket)
+        authority = f"{self._host}:{self._port}".encode("ascii")
+        if ":" in self._host:
+            authority = f"[{self._host}]:{self._port}".encode("ascii")
+        headers = [(b"Host", authority), *self._proxy_headers]
+        await tunnel.send(h11.Request(method=b"CONNECT", target=authority, headers=headers), None)
+        head = await _head(tunnel)
+        if not 200 <= head.status_code < 300:
+            raise ConnectError(f"the proxy refused the tunnel: HTTP {head.status_code}")
+        if tunnel.h11.trailing_data[0]:
+            raise RemoteProtocolError("the proxy sent bytes before the tunnel was used")
 
     def release(self, connection: _Connection) -> None:
         """A response read to its end gives its connection back."""

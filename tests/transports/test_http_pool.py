@@ -6,6 +6,7 @@ answers, broken answers, and TLS (the pool directly and a whole session)."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -413,3 +414,143 @@ async def test_a_whole_session_over_tls() -> None:
             async with Connection(target) as conn:
                 assert await conn.request("tools/call", {"name": "x"}) == {"content": []}
         assert server.posted("tools/call")
+
+
+async def test_an_http_target_through_a_proxy_gets_the_whole_url_and_its_credentials() -> None:
+    heads: list[bytes] = []
+
+    async def proxy(peer: Peer) -> None:
+        while (got := await peer.request()) is not None:
+            heads.append(got[0])
+            await peer.send(ok(b"proxied"))
+
+    with trio.fail_after(10):
+        async with serving(proxy) as via:
+            proxy_url = via.url.replace("http://", "http://us%40er:pa%3Ass@").split("/mcp")[0]
+            pool = HttpPool(
+                "http://origin.example:8080/mcp?x=1",
+                ssl_context=None,
+                max_connections=2,
+                max_keepalive=2,
+                user_agent=b"test",
+                proxy=proxy_url,
+            )
+            assert await exchange(pool) == (200, b"proxied")
+            assert await exchange(pool) == (200, b"proxied")
+            pool.close()
+    assert via.connections == 1
+    lines = heads[0].split(b"\r\n")
+    assert lines[0] == b"POST http://origin.example:8080/mcp?x=1 HTTP/1.1"
+    lowered = [line.lower() for line in lines]
+    assert b"host: origin.example:8080" in lowered
+    # base64 of "us@er:pa:ss"
+    assert b"proxy-authorization: basic dxnazxi6cge6c3m=" in lowered
+
+
+async def test_an_https_target_through_a_proxy_goes_through_a_connect_tunnel() -> None:
+    server_context, client_context = tls_contexts()
+    connects: list[bytes] = []
+
+    async def tunnel(peer: Peer, origin: str) -> None:
+        got = await peer.request()
+        assert got is not None
+        connects.append(got[0])
+        host, port = origin.split("//")[1].split("/", maxsplit=1)[0].split(":")
+        upstream = await trio.open_tcp_stream(host, int(port))
+        await peer.send(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+        async def pump(source: trio.abc.Stream, sink: trio.abc.Stream) -> None:
+            try:
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    while data := await source.receive_some(65536):
+                        await sink.send_all(data)
+            finally:
+                await trio.aclose_forcefully(sink)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pump, peer.stream, upstream)
+            nursery.start_soon(pump, upstream, peer.stream)
+
+    with trio.fail_after(10):
+        async with (
+            serving(echo_forever, server_context) as origin,
+            serving(lambda peer: tunnel(peer, origin.url)) as via,
+        ):
+            pool = HttpPool(
+                origin.url,
+                ssl_context=client_context,
+                max_connections=2,
+                max_keepalive=2,
+                user_agent=b"test",
+                proxy=via.url.split("/mcp")[0],
+            )
+            for _ in range(2):
+                assert await exchange(pool, b"tunnelled") == (200, b"tunnelled")
+            pool.close()
+    port = origin.url.split(":")[2].split("/")[0]
+    assert connects == [
+        b"CONNECT 127.0.0.1:%s HTTP/1.1\r\nHost: 127.0.0.1:%s" % (port.encode(), port.encode())
+    ]
+    assert origin.connections == 1
+
+
+async def test_a_proxy_refusing_the_tunnel_is_a_connect_error() -> None:
+    async def refuse(peer: Peer) -> None:
+        assert await peer.request() is not None
+        await peer.send(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+
+    with trio.fail_after(10):
+        async with serving(refuse) as via:
+            pool = HttpPool(
+                "https://origin.example/mcp",
+                ssl_context=ssl.create_default_context(),
+                max_connections=1,
+                max_keepalive=1,
+                user_agent=b"test",
+                proxy=via.url.split("/mcp")[0],
+            )
+            with pytest.raises(ConnectError, match="407"):
+                await exchange(pool)
+
+
+@pytest.mark.parametrize(
+    ("env", "url", "expected"),
+    [
+        ({}, "http://a.example/mcp", None),
+        ({"HTTP_PROXY": "proxy:3128"}, "http://a.example/mcp", "http://proxy:3128"),
+        ({"HTTP_PROXY": "http://p:1"}, "https://a.example/mcp", None),
+        ({"HTTPS_PROXY": "http://p:1"}, "https://a.example/mcp", "http://p:1"),
+        ({"ALL_PROXY": "http://p:1"}, "https://a.example/mcp", "http://p:1"),
+        ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "*"}, "http://a.example/mcp", None),
+        ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "example"}, "http://a.example/mcp", None),
+        ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "a.example"}, "http://a.example/mcp", None),
+        (
+            {"HTTP_PROXY": "http://p:1", "NO_PROXY": ".a.example"},
+            "http://a.example/mcp",
+            "http://p:1",
+        ),
+        ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "b, 127.0.0.1"}, "http://127.0.0.1/m", None),
+        ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "::1"}, "http://[::1]:80/m", None),
+    ],
+)
+def test_the_environment_proxy(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], url: str, expected: str | None
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert http_pool.environment_proxy(url) == expected
+
+
+def test_only_an_http_proxy_is_taken() -> None:
+    with pytest.raises(ValueError, match="http:// proxy"):
+        HttpPool(
+            "http://a.example/mcp",
+            ssl_context=None,
+            max_connections=1,
+            max_keepalive=1,
+            user_agent=b"test",
+            proxy="socks5://p:1080",
+        )
