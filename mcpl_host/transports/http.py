@@ -46,7 +46,7 @@ only runs the authorization flow's own requests, when the target has ``auth``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import msgspec
@@ -279,7 +279,7 @@ class HttpTransport:
                 with trio.move_on_after(_DELETE_BOUND):
                     try:
                         # The answer's body is never read: closing is no time to hold one.
-                        async with self._open(b"DELETE", self._headers()) as response:
+                        with await self._open(b"DELETE", self._headers()) as response:
                             self._log.debug("session deleted", status=response.status_code)
                     except Exception as exc:  # an answer or none: the session is over
                         self._log.debug("DELETE failed", error=type(exc).__name__)
@@ -385,7 +385,6 @@ class HttpTransport:
             headers.append((b"Last-Event-ID", last_event_id.encode("ascii")))
         return headers
 
-    @contextlib.asynccontextmanager
     async def _open(
         self,
         method: bytes,
@@ -393,12 +392,13 @@ class HttpTransport:
         content: bytes | None = None,
         *,
         may_authorize: bool = False,
-    ) -> AsyncIterator[HttpResponse]:
+    ) -> HttpResponse:
         """One exchange, its response's headers due within the target's timeout (a read
         timeout would bound every quiet moment of a stream too): connecting, a free
         connection of the pool, writing and the headers, all under the one deadline.
-        The response is closed on the way out, however the exchange ends, so no socket
-        outlives it (closing does no I/O: nothing to shield or bound).
+        The caller closes the response (``with await self._open(...) as response``),
+        however the exchange ends, so no socket outlives it (closing does no I/O:
+        nothing to shield or bound).
 
         With ``auth``, each attempt carries its headers, and a 401 or 403 is the auth
         session's to answer (the request is sent again once it has new tokens).
@@ -412,19 +412,23 @@ class HttpTransport:
         # stream, the closing DELETE and the POSTs of answers and notifications only
         # refresh (a server refusing them must not make the host ask the person again at
         # every reopening of the stream).
-        auth = self._auth
-        if auth is None:
+        if self._auth is None:
             # The common case: one attempt, no header of the answer to read here.
-            with trio.fail_after(self.target.timeout):
-                response = await self._pool.request(method, headers, content)
-            if response.status_code in (401, 403):
-                response = await self._authorize(method, headers, content, response, may_authorize)
-        else:
-            response = await self._authorize(method, headers, content, None, may_authorize)
-        try:
-            yield response
-        finally:
-            response.close()
+            response = await self._request(method, headers, content)
+            if response.status_code not in (401, 403):
+                return response
+            return await self._authorize(method, headers, content, response, may_authorize)
+        return await self._authorize(method, headers, content, None, may_authorize)
+
+    async def _request(
+        self, method: bytes, headers: list[tuple[bytes, bytes]], content: bytes | None
+    ) -> HttpResponse:
+        """Raises trio.TooSlowError when the response's head is not there in time."""
+        # A plain scope rather than trio.fail_after: no generator per exchange.
+        with trio.CancelScope(deadline=trio.current_time() + self.target.timeout) as bounded:
+            return await self._pool.request(method, headers, content)
+        assert bounded.cancelled_caught
+        raise trio.TooSlowError
 
     async def _authorize(
         self,
@@ -443,8 +447,7 @@ class HttpTransport:
             if response is None:
                 sent = await self._auth.headers(name, self.target.url) if self._auth else {}
                 extra = [(k.encode("ascii"), v.encode("ascii")) for k, v in sent.items()]
-                with trio.fail_after(self.target.timeout):
-                    response = await self._pool.request(method, headers + extra, content)
+                response = await self._request(method, headers + extra, content)
             else:
                 sent = {}
             if self._auth is not None:
@@ -538,7 +541,7 @@ class HttpTransport:
         headers = self._headers(_ACCEPT_POST, stateless=stateless)
         headers.append((b"Content-Type", b"application/json"))
         try:
-            async with self._open(b"POST", headers, line, may_authorize=bool(waiting)) as response:
+            with await self._open(b"POST", headers, line, may_authorize=bool(waiting)) as response:
                 await self._answer(response, waiting, stateless=bool(stateless))
         except trio.TooSlowError as exc:
             # A slow answer fails the requests it carried, not the session.
@@ -713,7 +716,7 @@ class HttpTransport:
             resumes += 1
             await trio.sleep(retry_seconds(decoder.retry_ms))
             headers = self._headers(_ACCEPT_EVENTS, last)
-            async with self._open(b"GET", headers) as resumed:
+            with await self._open(b"GET", headers) as resumed:
                 if self._expired(resumed):
                     return
                 kind = content_kind(resumed)
@@ -794,7 +797,7 @@ class HttpTransport:
                 opened = trio.current_time()
                 read = _Read(0, settled=False)
                 try:
-                    async with self._open(b"GET", headers) as r:
+                    with await self._open(b"GET", headers) as r:
                         self._listen_ready.set()
                         if self._expired(r):
                             return

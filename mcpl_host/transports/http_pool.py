@@ -206,6 +206,12 @@ class HttpResponse:
                 return b""
             raise RemoteProtocolError(f"unexpected HTTP event {type(event).__name__}")
 
+    def __enter__(self) -> HttpResponse:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def release(self) -> bool:
         """Give the connection back when the exchange is complete (no I/O); True when
         nothing more is to be done, False when :meth:`close` must close it."""
