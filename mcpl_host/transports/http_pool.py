@@ -51,6 +51,7 @@ __all__ = [
 _READ_BYTES: Final = 65536
 _MAX_HEAD_BYTES: Final = 100 * 1024  # httpcore's bound on a response's head
 _COALESCE_BYTES: Final = 65536  # a body up to this goes in the head's write
+DECODED_PIECE: Final = 1 << 20  # bytes of a compressed body decoded at a time
 KEEPALIVE_EXPIRY: Final = 5.0  # seconds an idle connection is kept (httpx's default)
 
 Headers = list[tuple[bytes, bytes]]
@@ -178,33 +179,42 @@ class HttpResponse:
         return [value.decode("latin-1") for key, value in self.raw_headers if key == name]
 
     async def read_chunk(self) -> bytes:
-        """The next piece of the body (decoded when it was compressed); b"" at its end.
+        """The next piece of the body (decoded when it was compressed, at most
+        :data:`DECODED_PIECE` bytes a piece: a small compressed chunk may stand for
+        gigabytes); b"" at its end.
 
         Raises:
             ReadError, RemoteProtocolError: the body could not be read to its end.
         """
-        connection = self._connection
-        if connection is None or self._ended:
-            await trio.lowlevel.checkpoint()
-            return b""
+        decoder = self._decoder
         while True:
+            if decoder is not None and (decoder.unconsumed_tail or self._ended):
+                # What the last compressed piece held past one decoded piece, or, at the
+                # end, what the decoder still has.
+                tail = decoder.unconsumed_tail
+                data = _decode(decoder, tail)
+                if data:
+                    return data
+                if self._ended:
+                    self._decoder = decoder = None
+                elif decoder.unconsumed_tail == tail:
+                    raise RemoteProtocolError("a compressed body that does not decode")
+                continue
+            connection = self._connection
+            if connection is None or self._ended:
+                await trio.lowlevel.checkpoint()
+                return b""
             event = await connection.next_event()
             if type(event) is h11.Data:
                 data = bytes(event.data)
-                if self._decoder is not None:
-                    data = _decode(self._decoder, data)
+                if decoder is not None:
+                    data = _decode(decoder, data)
                 if data:
                     return data
                 continue  # nothing yet (an empty piece, or a decoder's partial input)
-            if type(event) is h11.EndOfMessage:
-                self._ended = True
-                if self._decoder is not None:
-                    try:
-                        return self._decoder.flush()
-                    except zlib.error as exc:
-                        raise RemoteProtocolError(f"a compressed body: {exc}") from exc
-                return b""
-            raise RemoteProtocolError(f"unexpected HTTP event {type(event).__name__}")
+            if type(event) is not h11.EndOfMessage:
+                raise RemoteProtocolError(f"unexpected HTTP event {type(event).__name__}")
+            self._ended = True
 
     def __enter__(self) -> HttpResponse:
         return self
@@ -247,7 +257,7 @@ def _decoder(encoding: str | None) -> zlib._Decompress | None:
 
 def _decode(decoder: zlib._Decompress, data: bytes) -> bytes:
     try:
-        return decoder.decompress(data)
+        return decoder.decompress(data, DECODED_PIECE)
     except zlib.error as exc:
         raise RemoteProtocolError(f"a compressed body: {exc}") from exc
 

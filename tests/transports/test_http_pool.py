@@ -222,6 +222,43 @@ async def test_a_compressed_body_is_decoded() -> None:
             pool.close()
 
 
+async def test_a_compressed_body_is_decoded_a_bounded_piece_at_a_time() -> None:
+    unpacked = bytes(range(256)) * 4 + b"\0" * 20_000_000
+    packed = gzip.compress(unpacked)
+    assert len(packed) < 100_000
+
+    async def handler(peer: Peer) -> None:
+        while await peer.request() is not None:
+            await peer.send(ok(packed, b"Content-Encoding: gzip\r\n"))
+
+    with trio.fail_after(20):
+        async with serving(handler) as server:
+            pool = pool_for(server)
+            for _ in range(2):  # and the connection is reused after it
+                response = await pool.request(b"POST", [], b"{}")
+                with response:
+                    pieces = []
+                    while piece := await response.read_chunk():
+                        assert len(piece) <= http_pool.DECODED_PIECE
+                        pieces.append(piece)
+                assert b"".join(pieces) == unpacked
+            pool.close()
+    assert server.connections == 1
+
+
+async def test_a_compressed_body_that_does_not_decode_is_a_remote_protocol_error() -> None:
+    async def handler(peer: Peer) -> None:
+        while await peer.request() is not None:
+            await peer.send(ok(b"not gzip at all", b"Content-Encoding: gzip\r\n"))
+
+    with trio.fail_after(10):
+        async with serving(handler) as server:
+            pool = pool_for(server)
+            with pytest.raises(RemoteProtocolError):
+                await exchange(pool)
+            pool.close()
+
+
 async def test_a_response_closed_before_its_end_closes_its_connection() -> None:
     async def handler(peer: Peer) -> None:
         while await peer.request() is not None:
