@@ -591,3 +591,28 @@ def test_only_an_http_proxy_is_taken() -> None:
             user_agent=b"test",
             proxy="socks5://p:1080",
         )
+
+
+@pytest.mark.parametrize(("size", "writes"), [(100, 1), (200_000, 2)])
+async def test_the_head_and_a_small_body_go_in_one_write(
+    monkeypatch: pytest.MonkeyPatch, size: int, writes: int
+) -> None:
+    counted: list[int] = []
+    send_all = trio.SocketStream.send_all
+
+    async def counting(self: trio.SocketStream, data: bytes | bytearray | memoryview) -> None:
+        if self.socket.getpeername()[1] == port:  # the client's side, not the server's
+            counted.append(len(data))
+        await send_all(self, data)
+
+    with trio.fail_after(10):
+        async with serving(echo_forever) as server:
+            port = int(server.url.split(":")[2].split("/")[0])
+            pool = pool_for(server)
+            monkeypatch.setattr(trio.SocketStream, "send_all", counting)
+            content = b"z" * size
+            assert await exchange(pool, content) == (200, content)
+            pool.close()
+    # A large body goes as it is, after the head: no copy of it into one buffer.
+    assert len(counted) == writes
+    assert counted[-1] >= size
