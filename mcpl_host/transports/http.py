@@ -1,4 +1,4 @@
-"""The Streamable HTTP transport: MCP over HTTP POST and server-sent events (httpx).
+"""The Streamable HTTP transport: MCP over HTTP POST and server-sent events.
 
 The connection speaks newline-delimited JSON over a byte stream; this transport is that
 stream over HTTP. Every line the connection writes (a message, or a batch on
@@ -38,15 +38,17 @@ requests are answered; a body or an event past ``max_message_bytes`` fails its P
 requests at once; the GET stream is reopened after the server's ``retry`` with a floor
 and a backoff (sse_reopen.py); the session id and event ids are checked before they go
 back in a header (http_headers.py).
+
+The HTTP/1.1 client is http_pool.py's (h11 over trio streams, a keep-alive pool); httpx
+only runs the authorization flow's own requests, when the target has ``auth``.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
-from typing import Any, Final, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-import httpx
 import msgspec
 import trio
 
@@ -66,21 +68,26 @@ from ..protocol.profiles import PROFILES
 from ..protocol.redact import Redactor
 from ..protocol.request_headers import VERSION_HEADER, ToolHeaders, request_headers
 from ..protocol.sse import SseDecoder, SseEvent
-from .http_body import OneChunk, content_kind, read_chunks
+from .http_body import content_kind, read_chunks
 from .http_headers import Refused, echoable_event_id, session_id
+from .http_pool import HttpPool, HttpResponse, ReadError, RemoteProtocolError, environment_proxy
 from .http_target import HttpTarget, describe_http
 from .sse_reopen import Reopening, retry_seconds
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["KEEPALIVE_CONNECTIONS", "MAX_CONNECTIONS", "HttpStream", "HttpTransport", "open_http"]
 
 _log = get_logger("mcpl_host.transports")
 
-_ACCEPT_POST: Final = "application/json, text/event-stream"
+_ACCEPT_POST: Final = b"application/json, text/event-stream"
+_ACCEPT_EVENTS: Final = b"text/event-stream"
+_USER_AGENT: Final = b"mcpl-host"
 _MAX_RESUMES: Final = 10  # resumptions of one POST's stream before its requests fail
 _DELETE_BOUND: Final = 2.0
-_CLOSE_BOUND: Final = 1.0  # closing one response: a TLS close_notify may meet a full window
 _INBOUND_BUFFER: Final = 64
-# httpx's pool: HTTP/1.1 carries one exchange per connection, so this many requests
+# The pool (http_pool.py): HTTP/1.1 carries one exchange per connection, so this many requests
 # (and streams) to one server at once; past it a request waits for a slot, within its
 # timeout. Idle connections kept for reuse are the only sockets that outlive a request.
 MAX_CONNECTIONS: Final = 100
@@ -100,6 +107,7 @@ class _CancelParams(msgspec.Struct):
     requestId: Any = None  # the wire's name
 
 
+_VERSION_HEADER: Final = VERSION_HEADER.encode("ascii")
 _peek_one = msgspec.json.Decoder(_Peek)
 _peek_many = msgspec.json.Decoder(list[_Peek])
 _cancel_params = msgspec.json.Decoder(_CancelParams | None)
@@ -201,13 +209,20 @@ class HttpTransport:
         *,
         redactor: Redactor,
         max_message_bytes: int,
-        client: httpx.AsyncClient,
+        pool: HttpPool,
+        auth_client: httpx.AsyncClient | None = None,
     ) -> None:
         self.target = target
         self.description = describe_http(target)
         self._redactor = redactor
         self._max = max_message_bytes
-        self._client = client
+        self._pool = pool
+        self._auth_client = auth_client
+        # The configured headers, encoded once (HttpTarget checked them: ASCII).
+        self._fixed: list[tuple[bytes, bytes]] = [
+            (name.encode("ascii"), value.encode("ascii")) for name, value in target.headers.items()
+        ]
+        self._session_header: tuple[bytes, bytes] | None = None
         self.stream = HttpStream(self)
         self._send, self.inbound = trio.open_memory_channel[bytes](_INBOUND_BUFFER)
         self.session_id: str | None = None
@@ -232,17 +247,17 @@ class HttpTransport:
         # (authorization), are settled; and where HTTP exchanges are traced.
         self._failed: Callable[[list[Any], McplHostError], None] | None = None
         self.on_http: Callable[[str], None] | None = None
-        self._auth = (
-            target.auth.session(
+        self._auth = None
+        if target.auth is not None:
+            if auth_client is None:
+                raise ValueError("an HTTP target with auth needs an auth_client")
+            self._auth = target.auth.session(
                 target.url,
-                client=client,
+                client=auth_client,
                 redactor=redactor,
                 timeout=target.timeout,
                 on_http=self._trace_http,
             )
-            if target.auth is not None
-            else None
-        )
 
     # -- lifetime ---------------------------------------------------------------------
 
@@ -264,7 +279,7 @@ class HttpTransport:
                 with trio.move_on_after(_DELETE_BOUND):
                     try:
                         # The answer's body is never read: closing is no time to hold one.
-                        async with self._open("DELETE", self._headers()) as response:
+                        with await self._open(b"DELETE", self._headers()) as response:
                             self._log.debug("session deleted", status=response.status_code)
                     except Exception as exc:  # an answer or none: the session is over
                         self._log.debug("DELETE failed", error=type(exc).__name__)
@@ -274,7 +289,9 @@ class HttpTransport:
                 # otherwise fail with "another task closed this fd" and log it.
                 self._tasks.cancel_scope.cancel()
             self._send.close()
-            await self._client.aclose()
+            self._pool.close()
+            if self._auth_client is not None:
+                await self._auth_client.aclose()
         self._log_budget.flush()
 
     def use_revision(self, revision: str) -> None:
@@ -340,39 +357,48 @@ class HttpTransport:
 
     def _headers(
         self,
-        accept: str | None = None,
+        accept: bytes | None = None,
         last_event_id: str | None = None,
         stateless: dict[str, str] | None = None,
-    ) -> dict[str, str]:
-        headers = dict(self.target.headers)
+    ) -> list[tuple[bytes, bytes]]:
+        """A request's headers after the pool's own (Host, User-Agent, Accept-Encoding).
+        Every value is ASCII: the target's were checked, the session id and event id
+        are (http_headers.py), the stateless ones are encoded to be (request_headers)."""
+        headers = list(self._fixed)
         if accept is not None:
-            headers["Accept"] = accept
+            headers.append((b"Accept", accept))
         if stateless:
             # 2026-07-28 has no session, and the line names its own revision.
-            headers.update(stateless)
+            headers.extend((k.encode("ascii"), v.encode("ascii")) for k, v in stateless.items())
             return headers
-        if self.session_id is not None:
-            headers["Mcp-Session-Id"] = self.session_id
+        session = self.session_id
+        if session is not None:
+            cached = self._session_header
+            if cached is None or cached[1] != session.encode("ascii"):
+                cached = self._session_header = (b"Mcp-Session-Id", session.encode("ascii"))
+            headers.append(cached)
         version = self.protocol_version
         profile = PROFILES.get(version) if version is not None else None
         if version is not None and profile is not None and profile.version_header:
-            headers[VERSION_HEADER] = version
+            headers.append((_VERSION_HEADER, version.encode("ascii")))
         if last_event_id is not None:
-            headers["Last-Event-ID"] = last_event_id
+            headers.append((b"Last-Event-ID", last_event_id.encode("ascii")))
         return headers
 
-    @contextlib.asynccontextmanager
     async def _open(
         self,
-        method: str,
-        headers: dict[str, str],
+        method: bytes,
+        headers: list[tuple[bytes, bytes]],
         content: bytes | None = None,
         *,
         may_authorize: bool = False,
-    ) -> AsyncIterator[httpx.Response]:
-        """One exchange, its response's headers due within the target's timeout (httpx's
-        read timeout would bound every quiet moment of a stream too); the response is
-        closed on the way out, however the exchange ends, so no socket outlives it.
+    ) -> HttpResponse:
+        """One exchange, its response's headers due within the target's timeout (a read
+        timeout would bound every quiet moment of a stream too): connecting, a free
+        connection of the pool, writing and the headers, all under the one deadline.
+        The caller closes the response (``with await self._open(...) as response``),
+        however the exchange ends, so no socket outlives it (closing does no I/O:
+        nothing to shield or bound).
 
         With ``auth``, each attempt carries its headers, and a 401 or 403 is the auth
         session's to answer (the request is sent again once it has new tokens).
@@ -386,26 +412,54 @@ class HttpTransport:
         # stream, the closing DELETE and the POSTs of answers and notifications only
         # refresh (a server refusing them must not make the host ask the person again at
         # every reopening of the stream).
+        if self._auth is None:
+            # The common case: one attempt, no header of the answer to read here.
+            response = await self._request(method, headers, content)
+            if response.status_code not in (401, 403):
+                return response
+            return await self._authorize(method, headers, content, response, may_authorize)
+        return await self._authorize(method, headers, content, None, may_authorize)
+
+    async def _request(
+        self, method: bytes, headers: list[tuple[bytes, bytes]], content: bytes | None
+    ) -> HttpResponse:
+        """Raises trio.TooSlowError when the response's head is not there in time."""
+        # A plain scope rather than trio.fail_after: no generator per exchange.
+        with trio.CancelScope(deadline=trio.current_time() + self.target.timeout) as bounded:
+            return await self._pool.request(method, headers, content)
+        assert bounded.cancelled_caught
+        raise trio.TooSlowError
+
+    async def _authorize(
+        self,
+        method: bytes,
+        headers: list[tuple[bytes, bytes]],
+        content: bytes | None,
+        response: HttpResponse | None,
+        may_authorize: bool,
+    ) -> HttpResponse:
+        """The exchange with authorization in the loop: each attempt carries the auth
+        session's headers, and a 401 or 403 is the session's to answer (``response``:
+        the first attempt's, when it was made without a session)."""
         tries = Tries(may_authorize=may_authorize)
+        name = method.decode("ascii")
         while True:
-            sent = await self._auth.headers(method, self.target.url) if self._auth else {}
-            request = self._client.build_request(
-                method, self.target.url, headers={**headers, **sent}, content=content
-            )
-            if content is not None:
-                request.stream = OneChunk(content)  # not a generator: see http_body
-            with trio.fail_after(self.target.timeout):
-                response = await self._client.send(request, stream=True)
+            if response is None:
+                sent = await self._auth.headers(name, self.target.url) if self._auth else {}
+                extra = [(k.encode("ascii"), v.encode("ascii")) for k, v in sent.items()]
+                response = await self._request(method, headers + extra, content)
+            else:
+                sent = {}
             if self._auth is not None:
-                self._auth.observe(self.target.url, response)
+                self._auth.observe(self.target.url, _as_httpx(response))
             status = response.status_code
             if status not in (401, 403):
-                break  # the common case: no header to read
-            params = bearer_params(response.headers.get_list("www-authenticate"))
+                return response
+            params = bearer_params(response.header_list(b"www-authenticate"))
             if not wants_authorization(status, params):
-                break
-            self._trace_http(f"HTTP {method} {self.description} -> {status}")
-            await _close(response)
+                return response
+            self._trace_http(f"HTTP {name} {self.description} -> {status}")
+            response.close()
             if self._auth is None:
                 raise AuthorizationRequired(
                     "the server requires authorization: give the target an auth "
@@ -413,11 +467,8 @@ class HttpTransport:
                     status=status,
                     challenge=shown(params, self._redactor),
                 )
-            await self._auth.rejected(response, sent, tries)
-        try:
-            yield response
-        finally:
-            await _close(response)
+            await self._auth.rejected(_as_httpx(response), sent, tries)
+            response = None
 
     def _track(self, messages: list[_Peek]) -> _InFlight:
         """Register a POST by the requests it carries, before it starts: a cancel notice
@@ -488,11 +539,11 @@ class HttpTransport:
         self, line: bytes, waiting: set[Any], stateless: dict[str, str] | None = None
     ) -> None:
         headers = self._headers(_ACCEPT_POST, stateless=stateless)
-        headers["Content-Type"] = "application/json"
+        headers.append((b"Content-Type", b"application/json"))
         try:
-            async with self._open("POST", headers, line, may_authorize=bool(waiting)) as response:
+            with await self._open(b"POST", headers, line, may_authorize=bool(waiting)) as response:
                 await self._answer(response, waiting, stateless=bool(stateless))
-        except (trio.TooSlowError, httpx.TimeoutException) as exc:
+        except trio.TooSlowError as exc:
             # A slow answer fails the requests it carried, not the session.
             self._log.warning("HTTP request timed out", error=type(exc).__name__)
             why = f"no response within {self.target.timeout:g} s"
@@ -503,14 +554,14 @@ class HttpTransport:
             # typed error (a later request may find the server authorized).
             self._log.info("HTTP request not authorized", error=type(exc).__name__)
             await self._unanswered(waiting, exc.message, error=exc)
-        except Exception as exc:  # httpx's errors, or a bug: never out of the transport
+        except Exception as exc:  # HttpClientError, or a bug: never out of the transport
             self._log.warning(
                 "HTTP request failed", error=type(exc).__name__, detail=self._safe(str(exc))
             )
             self._end("read-failed")
 
     async def _answer(
-        self, response: httpx.Response, waiting: set[Any], *, stateless: bool = False
+        self, response: HttpResponse, waiting: set[Any], *, stateless: bool = False
     ) -> None:
         status = response.status_code
         # A stateless POST has no session: an Mcp-Session-Id on its answer is not one to
@@ -537,12 +588,12 @@ class HttpTransport:
             body = await self._body(response)
             await self._refused(status, body or b"", waiting)
 
-    def _take_session_id(self, response: httpx.Response) -> bool:
+    def _take_session_id(self, response: HttpResponse) -> bool:
         """Keep the server's first ``Mcp-Session-Id``; False (the transport ending) when
         it is one that cannot go back in a header."""
         if self.session_id is not None:
             return True
-        found = session_id(response.headers.raw)
+        found = session_id(response.raw_headers)
         if isinstance(found, Refused):
             self._log.warning("HTTP header refused", reason=found.why)
             self._end("invalid-session-id")
@@ -562,14 +613,14 @@ class HttpTransport:
             with trio.move_on_after(self.target.timeout):
                 await self._listen_ready.wait()
 
-    def _expired(self, response: httpx.Response) -> bool:
+    def _expired(self, response: HttpResponse) -> bool:
         if response.status_code == 404 and self.session_id is not None:
             self._log.info("session expired (404): a new session starts")
             self._end("session-expired")
             return True
         return False
 
-    async def _body(self, response: httpx.Response) -> bytes | None:
+    async def _body(self, response: HttpResponse) -> bytes | None:
         """The whole body, or None past ``max_message_bytes`` (read no further)."""
         body = bytearray()
 
@@ -640,7 +691,7 @@ class HttpTransport:
     # -- event streams ----------------------------------------------------------------
 
     async def _events(
-        self, response: httpx.Response, waiting: set[Any], *, stateless: bool = False
+        self, response: HttpResponse, waiting: set[Any], *, stateless: bool = False
     ) -> None:
         """An answer as an event stream; resumed while requests of it wait (on the
         stateless revision, which has no resumption, its requests are reported broken)."""
@@ -664,8 +715,8 @@ class HttpTransport:
                 return
             resumes += 1
             await trio.sleep(retry_seconds(decoder.retry_ms))
-            headers = self._headers("text/event-stream", last)
-            async with self._open("GET", headers) as resumed:
+            headers = self._headers(_ACCEPT_EVENTS, last)
+            with await self._open(b"GET", headers) as resumed:
                 if self._expired(resumed):
                     return
                 kind = content_kind(resumed)
@@ -690,7 +741,7 @@ class HttpTransport:
         self._broken(ids)
 
     async def _read_events(
-        self, response: httpx.Response, decoder: SseDecoder, waiting: set[Any] | None
+        self, response: HttpResponse, decoder: SseDecoder, waiting: set[Any] | None
     ) -> _Read:
         """Read one event stream: a POST's (``waiting``: the requests it carried) until
         each is answered, or the GET stream (None) until it ends. An event past the bound
@@ -711,7 +762,7 @@ class HttpTransport:
             # A POST's stream whose every request is answered owes nobody what follows.
             return waiting is None or bool(waiting)
 
-        with contextlib.suppress(httpx.ReadError, httpx.RemoteProtocolError):
+        with contextlib.suppress(ReadError, RemoteProtocolError):
             await read_chunks(response, take)
         return _Read(messages, settled)
 
@@ -742,11 +793,11 @@ class HttpTransport:
             while not self._closed:
                 last = decoder.last_event_id
                 resume_from = last if last and echoable_event_id(last) else None
-                headers = self._headers("text/event-stream", resume_from)
+                headers = self._headers(_ACCEPT_EVENTS, resume_from)
                 opened = trio.current_time()
                 read = _Read(0, settled=False)
                 try:
-                    async with self._open("GET", headers) as r:
+                    with await self._open(b"GET", headers) as r:
                         self._listen_ready.set()
                         if self._expired(r):
                             return
@@ -754,7 +805,7 @@ class HttpTransport:
                             self._log.debug("no GET stream", status=r.status_code)
                             return
                         read = await self._read_events(r, decoder, None)
-                except Exception as exc:  # httpx's errors, or a bug: try again later
+                except Exception as exc:  # HttpClientError, or a bug: try again later
                     self._log.debug("GET stream failed", error=type(exc).__name__)
                     self._listen_ready.set()
                 reopening.ended(lived=trio.current_time() - opened, delivered=read.messages > 0)
@@ -766,12 +817,12 @@ class HttpTransport:
         return self._redactor.log_value(text)
 
 
-async def _close(response: httpx.Response) -> None:
-    """Close an answer, giving its socket back. Shielded: a cancelled exchange must still
-    do it; bounded: a TLS close may wait on a peer that reads nothing."""
-    with trio.CancelScope(shield=True) as closing:
-        closing.deadline = trio.current_time() + _CLOSE_BOUND
-        await response.aclose()
+def _as_httpx(response: HttpResponse) -> httpx.Response:
+    """The answer's status and headers as the auth session reads them (httpx's type):
+    made only when the target has ``auth``."""
+    import httpx  # noqa: PLC0415 - the auth flow's library, loaded with it
+
+    return httpx.Response(response.status_code, headers=response.raw_headers)
 
 
 async def open_http(
@@ -787,17 +838,30 @@ async def open_http(
     Raises:
         TransportError: the HTTP client could not be set up.
     """
-    # Connecting, writing and waiting for a pool slot are httpx's to bound; the wait for
-    # response headers is the transport's (_open): a stream, once open, may stay quiet.
-    timeout = httpx.Timeout(target.timeout, read=None)
-    limits = httpx.Limits(
-        max_connections=MAX_CONNECTIONS, max_keepalive_connections=KEEPALIVE_CONNECTIONS
-    )
-    verify: Any = target.ssl_context if target.ssl_context is not None else True
     try:
-        client = httpx.AsyncClient(
-            timeout=timeout, limits=limits, verify=verify, follow_redirects=False
+        context = target.ssl_context
+        if context is None and target.url[:6].lower() == "https:":
+            import httpx  # noqa: PLC0415 - only for its default TLS context
+
+            # httpx's verification, as before: SSL_CERT_FILE / SSL_CERT_DIR, else certifi.
+            context = httpx.create_ssl_context()
+        pool = HttpPool(
+            target.url,
+            ssl_context=context,
+            max_connections=MAX_CONNECTIONS,
+            max_keepalive=KEEPALIVE_CONNECTIONS,
+            user_agent=_USER_AGENT,
+            proxy=environment_proxy(target.url),
         )
+        auth_client = None
+        if target.auth is not None:
+            import httpx  # noqa: PLC0415 - the authorization flow's own requests
+
+            auth_client = httpx.AsyncClient(
+                timeout=httpx.Timeout(target.timeout, read=None),
+                verify=context if context is not None else True,
+                follow_redirects=False,
+            )
     except (OSError, ValueError) as exc:
         raise TransportError(
             f"cannot set up HTTP for {describe_http(target)}: {type(exc).__name__}",
@@ -807,7 +871,8 @@ async def open_http(
         target,
         redactor=redactor,
         max_message_bytes=max_message_bytes or 16 * 1024 * 1024,
-        client=client,
+        pool=pool,
+        auth_client=auth_client,
     )
     await nursery.start(transport.serve)
     return transport
