@@ -33,6 +33,7 @@ class Pending:
         "error",
         "finished",
         "id",
+        "interrupt",
         "method",
         "on_progress",
         "on_settle",
@@ -71,6 +72,9 @@ class Pending:
         # rather than a trio.Event: one request, one waiter, no allocation per call.)
         self.finished = False
         self.waiter: trio.lowlevel.Task | None = None
+        # Set while its caller reads the transport itself (mcpl_host.driver.reading):
+        # wakes that caller from its wait on the stream once the request is over.
+        self.interrupt: Callable[[], None] | None = None
         self.result: Raw | None = None
         self.error: McplHostError | None = None
         self.settled = False
@@ -83,7 +87,8 @@ class Pending:
         self.on_settle: Callable[[Pending], None] | None = None
 
     async def wait(self) -> None:
-        """Until settled or expired (a checkpoint either way; cancellable)."""
+        """Until settled or expired, or woken by :meth:`wake` (a checkpoint either way;
+        cancellable)."""
         if self.finished:
             await trio.lowlevel.checkpoint()
             return
@@ -95,11 +100,20 @@ class Pending:
 
         await trio.lowlevel.wait_task_rescheduled(abort)
 
+    def wake(self) -> None:
+        """Wake the caller parked in :meth:`wait` without finishing the request (it is
+        handed the reading of its transport)."""
+        waiter, self.waiter = self.waiter, None
+        if waiter is not None:
+            trio.lowlevel.reschedule(waiter)
+
     def _finish(self) -> None:
         self.finished = True
         waiter, self.waiter = self.waiter, None
         if waiter is not None:
             trio.lowlevel.reschedule(waiter)
+        elif self.interrupt is not None:
+            self.interrupt()
 
     def expire(self) -> None:
         """The timeout passed with no answer (called by the TimeoutWatch)."""
