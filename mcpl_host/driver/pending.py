@@ -87,8 +87,7 @@ class Pending:
         self.on_settle: Callable[[Pending], None] | None = None
 
     async def wait(self) -> None:
-        """Until settled or expired, or woken by :meth:`wake` (a checkpoint either way;
-        cancellable)."""
+        """Until settled or expired (a checkpoint either way; cancellable)."""
         if self.finished:
             await trio.lowlevel.checkpoint()
             return
@@ -99,13 +98,6 @@ class Pending:
             return trio.lowlevel.Abort.SUCCEEDED
 
         await trio.lowlevel.wait_task_rescheduled(abort)
-
-    def wake(self) -> None:
-        """Wake the caller parked in :meth:`wait` without finishing the request (it is
-        handed the reading of its transport)."""
-        waiter, self.waiter = self.waiter, None
-        if waiter is not None:
-            trio.lowlevel.reschedule(waiter)
 
     def _finish(self) -> None:
         self.finished = True

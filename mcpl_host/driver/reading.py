@@ -11,8 +11,8 @@ The connection's reader task (:meth:`Reading.run`) holds it by default. On a str
 read side any task may drive (``wait_readable``, ``receive_nowait`` and
 ``interrupt_wait``: :class:`~mcpl_host.transports._nonblocking.NonblockingStream`, so
 stdio and TCP and Unix sockets), a caller that waits for its answer while nobody holds
-the role takes it (leader/follower): its answer is read in the same scheduling round
-that wakes it, instead of a round for the reader task and another for the caller. Other
+the role takes it: its answer is read in the same scheduling round that wakes it,
+instead of a round for the reader task and another for the caller. Other
 transports (HTTP, WebSocket, memory) keep the reader task as the only reader.
 
 The rules, and what each keeps:
@@ -23,18 +23,22 @@ The rules, and what each keeps:
   many answers are owed (``max_owed_answers``), is always the reader task's: a caller
   that meets it hands the rest of the chunk and the role to the reader task, so a
   caller's timeout or cancellation is never held up by a pause.
-- A caller takes the role only when it is vacant, never from another holder. While a
-  caller holds it, the others wait parked on their requests (followers). A caller gives
-  the role up as soon as its own request is over (answered, timed out, cancelled): to a
-  follower if there is one, else the role is vacant, and the reader task takes it back
-  within :data:`LINGER` unless a caller has claimed it first (a caller in a loop claims
-  it again at once, which is where the single round per call comes from). So the
-  stream is always read while a request waits, and within :data:`LINGER` when none
-  does: server requests, notifications and the end of the stream are met then at the
-  latest (meanwhile the bytes wait in the kernel, as for any busy reader).
-- The reader task gives the role up only after a chunk that answered a request, when no
-  request with a deadline still waits on the transport: the caller just answered will
-  probably call again, and then leads. With requests in flight it keeps reading for them.
+- A caller takes the role only when it is vacant, never from another holder; while
+  some task holds it, a caller parks on its request until the holder settles it (or its
+  timeout passes). A caller gives the role up as soon as its own request is over
+  (answered, timed out, cancelled): to the reader task at once when other requests
+  still wait for answers (and see the next rule), else the role falls vacant and the
+  reader task takes it back within :data:`LINGER` unless a caller claims it first (a
+  caller in a loop claims it again at once: that is the single round per call). So the
+  stream is read without a pause while any request waits, and within :data:`LINGER`
+  when none does: server requests, notifications and the end of the stream are met
+  then at the latest (meanwhile the bytes wait in the kernel, as for any busy reader).
+- Callers in flight together are served by the reader task, as before the callers read
+  (one task reads each burst of answers, and the callers' next requests go out in
+  groups: mcpl_host.driver.epoch): a caller whose last chunk answered other requests
+  too hands the role to the reader task, and the reader task gives it up only after a
+  chunk that answered exactly one request, when no other request with a deadline still
+  waits: the caller just answered, alone, will probably call again, and then reads.
 - A request with no deadline (``subscriptions/listen``) never leads: it may wait for as
   long as the transport lives, and nobody could take the role from it meanwhile.
 - Lines are handled in the reader task's contextvars context, whoever reads them: a
@@ -85,8 +89,6 @@ class Reading:
         self._context = contextvars.copy_context()
         self.holder: trio.lowlevel.Task | None = None  # None: the role is vacant
         self._on_stream = False  # the holder is parked waiting for the stream
-        # Callers parked on their requests while another task reads (insertion order).
-        self._followers: dict[Pending, None] = {}
         # The rest of a chunk, left when too many answers were owed; the reader task
         # pauses, then handles it before it reads again.
         self._backlog: list[bytes | OversizedLine] = []
@@ -122,12 +124,12 @@ class Reading:
                 answered = inbound.answered
                 await self._read_once(me)
                 if (
-                    inbound.answered != answered
+                    inbound.answered - answered == 1
                     and self.holder is me
                     and not self._paused
                     and not self._requests_waiting()
                 ):
-                    self.holder = None  # the caller just answered may lead next
+                    self.holder = None  # the caller just answered may read next
                     await self._idle(trio.current_time() + LINGER)
         finally:
             self._reader = None
@@ -162,11 +164,18 @@ class Reading:
         if self._reader_parked and scope is not None and scope.deadline == math.inf:
             scope.deadline = trio.current_time() + LINGER
 
-    def _requests_waiting(self) -> bool:
-        """A request with a deadline still waits for its answer on this transport."""
+    def _requests_waiting(self, own: Pending | None = None) -> bool:
+        """A request with a deadline (other than ``own``) still waits for its answer on
+        this transport."""
         epoch = self.epoch
         for pending in self._pending.values():
-            if pending.epoch is epoch and not pending.settled and pending.deadline != math.inf:
+            if (
+                pending.epoch is epoch
+                and not pending.finished
+                and not pending.settled
+                and pending.deadline != math.inf
+                and pending is not own
+            ):
                 return True
         return False
 
@@ -183,49 +192,44 @@ class Reading:
 
     async def answer(self, pending: Pending) -> None:
         """Wait, as its caller, for the answer to ``pending`` (a request on this epoch
-        with a deadline): read the stream while the role is vacant or handed over, else
-        park until the holder settles the request or hands the role over. Returns once
-        the request is over, or no longer on this epoch, or the epoch has ended (at
-        least one checkpoint whenever it was none of these on entry). Cancellable at
-        every wait; a cancelled caller has read nothing it did not handle."""
+        with a deadline): read the stream while the role is vacant, else park until the
+        holder settles the request. Returns once the request is over, or no longer on
+        this epoch, or the epoch has ended (at least one checkpoint whenever it was none
+        of these on entry). Cancellable at every wait; a cancelled caller has read
+        nothing it did not handle."""
         me = trio.lowlevel.current_task()
         epoch = self.epoch
+        inbound = self._inbound
+        answered = 0  # requests the last chunk answered
         try:
             while not pending.finished and pending.epoch is epoch and epoch.open:
                 if self.holder is None:
                     self.holder = me
-                if self.holder is me:
-                    pending.interrupt = self._interrupt
-                    await self._read_once(me)
-                else:
-                    pending.interrupt = None
-                    followers = self._followers
-                    followers[pending] = None
-                    try:
-                        await pending.wait()  # settled, expired, or handed the role
-                    finally:
-                        followers.pop(pending, None)
+                elif self.holder is not me:
+                    await pending.wait()  # the holder reads for it (or its timeout)
+                    return
+                pending.interrupt = self._interrupt
+                before = inbound.answered
+                await self._read_once(me)
+                answered = inbound.answered - before
         finally:
             pending.interrupt = None
             if self.holder is me:
-                self._leave()
+                self._leave(pending, answered)
 
-    def _leave(self) -> None:
-        """A caller gives the role up: to a follower, else vacant (see _arm)."""
-        self.holder = None
+    def _leave(self, own: Pending, answered: int) -> None:
+        """A caller gives the role up: to the reader task at once when other requests
+        still wait, or when its last chunk answered others too (callers in flight
+        together are served by the reader task); else it falls vacant (see _arm)."""
         if not self.epoch.open:
+            self.holder = None
             self._wake_reader()  # it ends
-            return
-        followers = self._followers
-        while followers:
-            follower = next(iter(followers))
-            waiter = follower.waiter
-            if waiter is not None and not follower.finished:
-                self.holder = waiter
-                follower.wake()
-                return
-            del followers[follower]
-        self._arm()
+        elif answered > 1 or self._requests_waiting(own):
+            self.holder = self._reader
+            self._wake_reader()
+        else:
+            self.holder = None
+            self._arm()
 
     def interrupt(self) -> None:
         """The leading caller's request is over while it waits for the stream (its

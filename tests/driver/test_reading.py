@@ -1,5 +1,5 @@
 """Who reads a transport (mcpl_host.driver.reading): over real pipes, a caller waiting
-for its answer reads it itself when nobody else reads (leader/follower), and everything
+for its answer reads it itself when nobody else reads, and everything
 the reader task guarantees still holds: lines handled in order and whole, server
 requests answered, notifications passed on, the end of the stream met with no call
 pending, timeouts and cancellation at any point, the owed-answers pause, rebinding."""
@@ -245,7 +245,12 @@ async def test_the_end_of_the_stream_fails_the_caller_that_reads(long_linger: No
     assert caught.value.reason == "eof"
 
 
-async def test_two_callers_hand_the_role_on(long_linger: None) -> None:
+async def test_a_second_caller_is_served_by_the_first_then_the_reader_task(
+    long_linger: None,
+) -> None:
+    """A caller that finds the role taken waits; when the caller reading is answered
+    and leaves, the reader task reads at once for the one still waiting (many callers
+    at once are served by the reader task, as before)."""
     host, peer = pipe_pair()
     results: dict[str, Any] = {}
 
@@ -259,31 +264,47 @@ async def test_two_callers_hand_the_role_on(long_linger: None) -> None:
                 await conn.request("tools/call", {"warm": True})
                 nursery.cancel_scope.cancel()
             role = _reading(conn)
-            steps = ReaderSteps(conn)
-            trio.lowlevel.add_instrument(steps)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(call, "a")
                 a = await peer.recv()
                 await trio.testing.wait_all_tasks_blocked()
                 leader = role.holder
+                assert leader is not None
+                assert leader is not role._reader
                 nursery.start_soon(call, "b")
                 b = await peer.recv()
                 await trio.testing.wait_all_tasks_blocked()
-                assert role.holder is leader  # b follows
-                await peer.send(_result(a, "A"))  # a reads it, and hands the role to b
-                while "a" not in results:
+                assert role.holder is leader  # b waits on a's reading
+                await peer.send(_result(b, "B") + _result(a, "A"))  # a reads both
+                while len(results) < 2:
                     await trio.sleep(0)
-                assert role.holder is not leader
-                assert role.holder is not None
-                await peer.send(_result(b, "B"))  # b reads its own
-            trio.lowlevel.remove_instrument(steps)
-    assert results == {"a": "A", "b": "B"}
-    assert steps.count == 0
+                # a's chunk answered b too: callers in flight together are the reader
+                # task's to serve, until a chunk answers one request with none waiting.
+                assert role.holder is role._reader
+                nursery.start_soon(call, "e")
+                await peer.send(_result(await peer.recv(), "E"))
+                while "e" not in results:
+                    await trio.sleep(0)
+                await trio.testing.wait_all_tasks_blocked()
+                assert role.holder is None  # vacant: the next caller reads
+                nursery.start_soon(call, "c")
+                c = await peer.recv()
+                nursery.start_soon(call, "d")
+                d = await peer.recv()
+                await trio.testing.wait_all_tasks_blocked()
+                assert role.holder not in (None, role._reader)  # c reads, d waits
+                await peer.send(_result(c, "C"))
+                await trio.testing.wait_all_tasks_blocked()
+                # c was answered while d still waits: the reader task reads for d.
+                assert role.holder is role._reader
+                await peer.send(_result(d, "D"))
+    assert results == {"a": "A", "b": "B", "c": "C", "d": "D", "e": "E"}
 
 
 async def test_a_caller_cancelled_while_it_reads_loses_nothing(long_linger: None) -> None:
-    """The leader is cancelled right when a chunk becomes readable: it has read
-    nothing, the follower it hands the role to reads the whole chunk."""
+    """The caller reading is cancelled right when a chunk becomes readable: it has read
+    nothing, and the reader task, handed the role for the caller still waiting, reads
+    the whole chunk."""
     events: list[Event] = []
     host, peer = pipe_pair()
     results: dict[str, Any] = {}
@@ -310,7 +331,7 @@ async def test_a_caller_cancelled_while_it_reads_loses_nothing(long_linger: None
                 nursery.start_soon(call_b)
                 b = await peer.recv()
                 await trio.testing.wait_all_tasks_blocked()
-                assert role._followers  # b waits on a's reading
+                assert role.holder is not role._reader  # a reads; b waits on it
                 # One write, then (no checkpoint in between) a is cancelled while it
                 # waits for the stream that just became readable.
                 await peer.send(_result(a, "A") + _note("notifications/mid") + _result(b, "B"))
@@ -437,14 +458,16 @@ async def test_a_request_with_no_deadline_never_reads(long_linger: None) -> None
                 await conn.request("tools/call", {"warm": True})
                 steps = ReaderSteps(conn)
                 trio.lowlevel.add_instrument(steps)
-                for n in range(5):
-                    assert await conn.request("tools/call", {"n": n}) == {"n": n}
+                try:
+                    for n in range(5):
+                        assert await conn.request("tools/call", {"n": n}) == {"n": n}
+                finally:
+                    trio.lowlevel.remove_instrument(steps)
                 echo_scope.cancel()
-                async with trio.open_nursery() as inner:
+                async with trio.open_nursery() as inner:  # a caller reads the listen's answer
                     inner.start_soon(conn.request, "tools/call", {"last": True})
                     last = await peer.recv()
                     await peer.send(_result(listened, {"ended": True}) + _result(last, {}))
-                trio.lowlevel.remove_instrument(steps)
     assert steps.count == 0
     assert bytes(outcome["listen"]) == b'{"ended":true}'
 
