@@ -96,6 +96,7 @@ class Reading:
         self._reader: trio.lowlevel.Task | None = None
         self._reader_parked = False
         self._idle_scope: trio.CancelScope | None = None
+        self._armed = False  # the parked reader task has a deadline
         self._end_reason = "eof"
         self._interrupt = self.interrupt  # bound once: set on every leading request
 
@@ -141,6 +142,7 @@ class Reading:
         until ``deadline`` (set later by :meth:`_arm` when the role falls vacant)."""
         with trio.CancelScope(deadline=deadline) as scope:
             self._idle_scope = scope
+            self._armed = deadline != math.inf
             self._reader_parked = True
             try:
                 await trio.lowlevel.wait_task_rescheduled(self._abort_idle)
@@ -161,7 +163,8 @@ class Reading:
         """The role fell vacant: the reader task takes it back within LINGER, unless a
         caller claims it first. (A reader not parked takes it when it runs next.)"""
         scope = self._idle_scope
-        if self._reader_parked and scope is not None and scope.deadline == math.inf:
+        if self._reader_parked and not self._armed and scope is not None:
+            self._armed = True
             scope.deadline = trio.current_time() + LINGER
 
     def _requests_waiting(self, own: Pending | None = None) -> bool:
