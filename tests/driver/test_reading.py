@@ -10,8 +10,8 @@ import contextvars
 import fcntl
 import math
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import msgspec
@@ -80,12 +80,38 @@ def _note(method: str, params: Any = None) -> bytes:
     return msgspec.json.encode({"jsonrpc": "2.0", "method": method, "params": params or {}}) + b"\n"
 
 
+def _pings(count: int) -> bytes:
+    """``count`` ping requests (ids 1 to ``count``) in one write."""
+    return b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % n for n in range(1, count + 1))
+
+
 async def _echo(peer: Peer) -> None:
     """Answer every request with its own params, at once."""
     while True:
         message = await peer.recv()
         if "id" in message and "method" in message:
             await peer.send(_result(message, message.get("params") or {}))
+
+
+async def _warm(conn: Connection, peer: Peer, calls: int = 1) -> None:
+    """A few calls the peer answers at once: the reader task reads the first answer,
+    then leaves the reading to the caller (which is vacant once each call is over)."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_echo, peer)
+        for n in range(calls):
+            assert await conn.request("tools/call", {"warm": n}) == {"warm": n}
+        nursery.cancel_scope.cancel()
+
+
+@contextmanager
+def reader_steps(conn: Connection) -> Iterator[ReaderSteps]:
+    """Count the steps of ``conn``'s reader task while the block runs."""
+    steps = ReaderSteps(conn)
+    trio.lowlevel.add_instrument(steps)
+    try:
+        yield steps
+    finally:
+        trio.lowlevel.remove_instrument(steps)
 
 
 @pytest.fixture
@@ -97,20 +123,13 @@ def long_linger(monkeypatch: pytest.MonkeyPatch) -> None:
 async def test_a_caller_in_a_loop_reads_its_own_answers(long_linger: None) -> None:
     host, peer = pipe_pair()
     with trio.fail_after(10):
-        async with connected(peer, host) as conn, trio.open_nursery() as nursery:
+        async with connected(peer, host) as conn:
             assert _reading(conn).shared
-            nursery.start_soon(_echo, peer)
             # The reader task reads the first answer, then leaves the role: the caller
             # just answered calls again, and reads its answers itself from then on.
-            assert await conn.request("tools/call", {"n": -1}) == {"n": -1}
-            steps = ReaderSteps(conn)
-            trio.lowlevel.add_instrument(steps)
-            try:
-                for n in range(20):
-                    assert await conn.request("tools/call", {"n": n}) == {"n": n}
-            finally:
-                trio.lowlevel.remove_instrument(steps)
-            nursery.cancel_scope.cancel()
+            await _warm(conn, peer)
+            with reader_steps(conn) as steps:
+                await _warm(conn, peer, calls=20)
     assert steps.count == 0
 
 
@@ -121,14 +140,8 @@ async def test_a_memory_stream_is_read_by_the_reader_task_alone() -> None:
             nursery.start_soon(peer.handshake)
             async with conn:
                 assert not _reading(conn).shared
-                nursery.start_soon(_echo, peer)
-                steps = ReaderSteps(conn)
-                trio.lowlevel.add_instrument(steps)
-                try:
-                    for n in range(5):
-                        assert await conn.request("tools/call", {"n": n}) == {"n": n}
-                finally:
-                    trio.lowlevel.remove_instrument(steps)
+                with reader_steps(conn) as steps:
+                    await _warm(conn, peer, calls=5)
                 nursery.cancel_scope.cancel()
     assert steps.count >= 5  # the reader task woke for every answer
 
@@ -153,14 +166,9 @@ async def test_what_a_caller_reads_is_handled_in_the_reader_tasks_context(
             handlers={"x/serve": handler},
             on_event=lambda event: events.append((event, VAR.get())),
         ) as conn:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_echo, peer)
-                await conn.request("tools/call", {"warm": True})
-                nursery.cancel_scope.cancel()
+            await _warm(conn, peer)
             VAR.set("caller")
-            steps = ReaderSteps(conn)
-            trio.lowlevel.add_instrument(steps)
-            try:
+            with reader_steps(conn) as steps:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(conn.request, "tools/call", {"name": "slow"})
                     request = await peer.recv()
@@ -172,8 +180,6 @@ async def test_what_a_caller_reads_is_handled_in_the_reader_tasks_context(
                     answers = {(await peer.recv())["id"] for _ in range(2)}
                     assert answers == {"p-1", 7}
                     await peer.send(_result(request, {"done": True}))
-            finally:
-                trio.lowlevel.remove_instrument(steps)
     assert steps.count == 0  # the caller read all of it
     notes = [(e, var) for e, var in events if isinstance(e, ServerNotification)]
     assert [(e.method, var) for e, var in notes] == [("notifications/custom", "connection")]
@@ -187,11 +193,7 @@ async def test_what_arrives_between_calls_is_read_by_the_reader_task() -> None:
     host, peer = pipe_pair()
     with trio.fail_after(10):
         async with connected(peer, host, on_event=events.append) as conn:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_echo, peer)
-                for n in range(3):
-                    await conn.request("tools/call", {"n": n})
-                nursery.cancel_scope.cancel()
+            await _warm(conn, peer, calls=3)
             await peer.send(_note("notifications/between"))
             while not any(isinstance(e, ServerNotification) for e in events):
                 await trio.sleep(0.001)
@@ -205,10 +207,7 @@ async def test_the_end_of_the_stream_is_met_with_no_call_pending(right_after_a_c
     host, peer = pipe_pair()
     with trio.fail_after(10):
         async with connected(peer, host, on_event=events.append) as conn:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_echo, peer)
-                await conn.request("tools/call", {"n": 1})
-                nursery.cancel_scope.cancel()
+            await _warm(conn, peer)
             if not right_after_a_call:
                 await trio.sleep(0.05)  # the reader task holds the role again
             await peer.stream.aclose()
@@ -221,26 +220,20 @@ async def test_the_end_of_the_stream_fails_the_caller_that_reads(long_linger: No
     host, peer = pipe_pair()
     with trio.fail_after(10):
         async with connected(peer, host) as conn:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_echo, peer)
-                await conn.request("tools/call", {"n": 1})
-                nursery.cancel_scope.cancel()
-            steps = ReaderSteps(conn)
-            trio.lowlevel.add_instrument(steps)
+            await _warm(conn, peer)
 
             async def hang_up() -> None:
                 await peer.recv()
                 await peer.send(_note("notifications/last"))  # read before the end
                 await peer.stream.aclose()
 
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(hang_up)
-                with pytest.raises(ConnectionClosed) as caught:
-                    await conn.request("tools/call", {"name": "never"})
-            trio.lowlevel.remove_instrument(steps)
-    assert (
-        steps.count <= 1
-    )  # the caller read the last line and met the end; the reader task only ended
+            with reader_steps(conn) as steps:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(hang_up)
+                    with pytest.raises(ConnectionClosed) as caught:
+                        await conn.request("tools/call", {"name": "never"})
+    # The caller read the last line and met the end; the reader task only ended.
+    assert steps.count <= 1
     assert caught.value.outcome_unknown
     assert caught.value.reason == "eof"
 
@@ -259,10 +252,7 @@ async def test_a_second_caller_is_served_by_the_first_then_the_reader_task(
 
     with trio.fail_after(10):
         async with connected(peer, host) as conn:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_echo, peer)
-                await conn.request("tools/call", {"warm": True})
-                nursery.cancel_scope.cancel()
+            await _warm(conn, peer)
             role = _reading(conn)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(call, "a")
@@ -319,10 +309,7 @@ async def test_a_caller_cancelled_while_it_reads_loses_nothing(long_linger: None
 
     with trio.fail_after(10):
         async with connected(peer, host, on_event=events.append) as conn:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_echo, peer)
-                await conn.request("tools/call", {"warm": True})
-                nursery.cancel_scope.cancel()
+            await _warm(conn, peer)
             role = _reading(conn)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(call_a)
@@ -347,10 +334,7 @@ async def test_the_timeout_of_a_caller_that_reads_wakes_it(long_linger: None) ->
     host, peer = pipe_pair()
     with trio.fail_after(10):
         async with connected(peer, host) as conn:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_echo, peer)
-                await conn.request("tools/call", {"warm": True})
-                nursery.cancel_scope.cancel()
+            await _warm(conn, peer)
             started = trio.current_time()
             with pytest.raises(RequestTimeout):
                 await conn.request("tools/call", {"name": "never"}, timeout=0.2)
@@ -371,21 +355,13 @@ async def test_a_pause_met_by_a_caller_is_the_reader_tasks(long_linger: None) ->
     host, peer = pipe_pair()
     with trio.fail_after(10), capture_logs() as logs:
         async with connected(peer, host, max_owed_answers=2, on_event=events.append) as conn:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_echo, peer)
-                await conn.request("tools/call", {"warm": True})
-                nursery.cancel_scope.cancel()
-            steps = ReaderSteps(conn)
-            trio.lowlevel.add_instrument(steps)
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(conn.request, "tools/call", {"name": "x"})
-                request = await peer.recv()
-                pings = b"".join(
-                    b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % n for n in range(1, 4)
-                )
-                await peer.send(pings + _note("notifications/after") + _result(request, {}))
-                answered = sorted([(await peer.recv())["id"] for _ in range(3)])
-            trio.lowlevel.remove_instrument(steps)
+            await _warm(conn, peer)
+            with reader_steps(conn) as steps:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(conn.request, "tools/call", {"name": "x"})
+                    request = await peer.recv()
+                    await peer.send(_pings(3) + _note("notifications/after") + _result(request, {}))
+                    answered = sorted([(await peer.recv())["id"] for _ in range(3)])
     assert answered == [1, 2, 3]
     assert [e.method for e in events if isinstance(e, ServerNotification)] == [
         "notifications/after"
@@ -402,19 +378,13 @@ async def test_a_pause_never_holds_a_callers_timeout(long_linger: None) -> None:
     fcntl.fcntl(host._send_fd, 1031, 4096)  # F_SETPIPE_SZ: the host's output pipe is small
     with trio.fail_after(20):
         async with connected(peer, host, max_owed_answers=4) as conn:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_echo, peer)
-                await conn.request("tools/call", {"warm": True})
-                nursery.cancel_scope.cancel()
+            await _warm(conn, peer)
             started = trio.current_time()
             async with trio.open_nursery() as nursery:
 
                 async def flood() -> None:
                     request = await peer.recv()
-                    pings = b"".join(
-                        b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % n for n in range(1, 301)
-                    )
-                    await peer.send(pings + _result(request, "late"))  # then reads nothing
+                    await peer.send(_pings(300) + _result(request, "late"))  # then reads nothing
 
                 nursery.start_soon(flood)
                 with pytest.raises(RequestTimeout):
@@ -448,22 +418,9 @@ async def test_a_request_with_no_deadline_never_reads(long_linger: None) -> None
                 listened = await peer.recv()
                 await trio.testing.wait_all_tasks_blocked()
                 assert _reading(conn).holder is _reading(conn)._reader
-                echo_scope = trio.CancelScope()
-
-                async def echo() -> None:
-                    with echo_scope:
-                        await _echo(peer)
-
-                nursery.start_soon(echo)
-                await conn.request("tools/call", {"warm": True})
-                steps = ReaderSteps(conn)
-                trio.lowlevel.add_instrument(steps)
-                try:
-                    for n in range(5):
-                        assert await conn.request("tools/call", {"n": n}) == {"n": n}
-                finally:
-                    trio.lowlevel.remove_instrument(steps)
-                echo_scope.cancel()
+                await _warm(conn, peer)  # the reader task leaves it: the listen does not count
+                with reader_steps(conn) as steps:
+                    await _warm(conn, peer, calls=5)
                 async with trio.open_nursery() as inner:  # a caller reads the listen's answer
                     inner.start_soon(conn.request, "tools/call", {"last": True})
                     last = await peer.recv()
