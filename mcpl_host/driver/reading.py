@@ -51,7 +51,7 @@ from __future__ import annotations
 import contextvars
 import math
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, Protocol, cast
 
 import trio
 
@@ -70,6 +70,16 @@ _READ_CHUNK: Final = 64 * 1024
 LINGER: Final = 0.002
 
 
+class _SharedStream(Protocol):
+    """A stream whose read side any task may drive (NonblockingStream's methods)."""
+
+    async def wait_readable(self) -> None: ...
+
+    def receive_nowait(self, max_bytes: int) -> bytes | None: ...
+
+    def interrupt_wait(self) -> None: ...
+
+
 class Reading:
     """The read role of one epoch, and the reading itself (see the module's docstring)."""
 
@@ -84,6 +94,7 @@ class Reading:
             callable(getattr(stream, name, None))
             for name in ("wait_readable", "receive_nowait", "interrupt_wait")
         )
+        self._shared_stream = cast(_SharedStream, stream)  # used only when shared
         self._framer = LineDecoder(inbound.max_message_bytes)
         # Whoever reads, lines are handled in this context (the reader task's).
         self._context = contextvars.copy_context()
@@ -126,6 +137,7 @@ class Reading:
                 await self._read_once(me)
                 if (
                     inbound.answered - answered == 1
+                    and epoch.open
                     and self.holder is me
                     and not self._paused
                     and not self._requests_waiting()
@@ -238,33 +250,33 @@ class Reading:
         """The leading caller's request is over while it waits for the stream (its
         timeout passed, the transport is ending): wake it."""
         if self._on_stream:
-            self._stream.interrupt_wait()  # type: ignore[attr-defined]
+            self._shared_stream.interrupt_wait()
 
     def ended(self) -> None:
         """The epoch ended: the reader task stops, a caller reading looks again."""
         self._wake_reader()
         if self._on_stream and self.holder is not self._reader:
-            self._stream.interrupt_wait()  # type: ignore[attr-defined]
+            self._shared_stream.interrupt_wait()
 
     # -- reading and handling ----------------------------------------------------------
 
     async def _read_once(self, me: trio.lowlevel.Task) -> None:
         """Wait for the stream, read what is there and handle it (a shared stream)."""
-        stream = self._stream
+        stream = self._shared_stream
         self._on_stream = True
         try:
             try:
-                await stream.wait_readable()  # type: ignore[attr-defined]
+                await stream.wait_readable()
             finally:
                 self._on_stream = False
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             self._lost()
             return
-        if self.holder is not me:  # pragma: no cover - no holder is ever displaced
-            return
+        # Nobody takes the role from its holder: while this task waited, nobody read.
+        assert self.holder is me
         # From here to the end of the chunk: no checkpoint.
         try:
-            chunk = stream.receive_nowait(_READ_CHUNK)  # type: ignore[attr-defined]
+            chunk = stream.receive_nowait(_READ_CHUNK)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             self._lost()
             return
