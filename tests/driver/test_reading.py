@@ -461,6 +461,53 @@ async def test_a_caller_reading_when_the_transport_is_lost_is_rebound(long_linge
             nursery.cancel_scope.cancel()
 
 
+async def test_progress_read_by_the_caller_moves_its_own_deadline(long_linger: None) -> None:
+    host, peer = pipe_pair()
+    seen: list[float] = []
+    with trio.fail_after(10):
+        async with connected(peer, host) as conn:
+            await _warm(conn, peer)
+
+            async def slow_server() -> None:
+                request = await peer.recv()
+                token = request["params"]["_meta"]["progressToken"]
+                for step in range(8):  # 0.8 s in all, past the timeout
+                    await trio.sleep(0.1)
+                    params = {"progressToken": token, "progress": step}
+                    await peer.send(_note("notifications/progress", params))
+                await peer.send(_result(request, {"done": True}))
+
+            with reader_steps(conn) as steps:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(slow_server)
+                    result = await conn.request(
+                        "tools/call",
+                        {"name": "slow"},
+                        timeout=0.5,
+                        on_progress=lambda progress, total, message: seen.append(progress),
+                        progress_resets_timeout=True,
+                    )
+    assert result == {"done": True}
+    assert seen == list(range(8))
+    assert steps.count == 0  # the caller read every progress notification itself
+
+
+async def test_a_line_past_the_bound_read_by_a_caller_is_dropped(long_linger: None) -> None:
+    host, peer = pipe_pair()
+    with trio.fail_after(10), capture_logs() as logs:
+        async with connected(peer, host, max_message_bytes=1000) as conn:
+            await _warm(conn, peer)
+            with reader_steps(conn) as steps:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(conn.request, "tools/call", {"name": "x"})
+                    request = await peer.recv()
+                    huge = b'{"jsonrpc":"2.0","method":"n","params":"' + b"x" * 5000 + b'"}\n'
+                    await peer.send(huge + _result(request, {"after": True}))
+    assert steps.count == 0
+    dropped = [log for log in logs if "exceeds max_message_bytes" in str(log.get("reason"))]
+    assert len(dropped) == 1
+
+
 def test_linger_is_short() -> None:
     """What the server sends with no call waiting is read within a few milliseconds."""
     assert 0 < reading.LINGER <= 0.01
