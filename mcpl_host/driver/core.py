@@ -1,6 +1,7 @@
 """The driver: one per server connection, the trio machinery under the typed client.
 
-It owns a transport (a byte stream), runs one reader task that feeds every line to the
+It owns a transport (a byte stream), reads it (a reader task, or on stdio and sockets
+the caller waiting for its answer: mcpl_host.driver.reading), feeds every line to the
 protocol core and does what the core decides, correlates the host's requests with their
 answers, and serves the server's requests through transport-bound responders. Each
 transport is an *epoch*; everything bound to an epoch (its profile, its responders, its
@@ -65,6 +66,7 @@ from .mcpl_session import McplSession
 from .negotiate import DEFAULT_DISCOVER_TIMEOUT, Negotiator
 from .outbound import Outbound
 from .pending import Pending, ProgressCallback
+from .reading import Reading
 from .reconnect import Reconnect
 from .responder import Handler, ping
 
@@ -356,7 +358,8 @@ class Driver(OwnsNursery):
         epoch.on_late_write = self._outbound.written_late
         self._attach_stateless_http(transport, epoch)
         self._epoch = epoch
-        nursery.start_soon(self._inbound.read, epoch)
+        epoch.reading = reading = Reading(epoch, self._inbound, self._outbound.pending)
+        nursery.start_soon(reading.run)
         nursery.start_soon(epoch.write_loop)
         try:
             with trio.fail_after(self.initialize_timeout):

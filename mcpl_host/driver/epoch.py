@@ -8,7 +8,7 @@ its epoch, so an answer can only ever reach the transport its request came on.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Protocol, TypeAlias
 
 import trio
 
@@ -24,13 +24,28 @@ from ..transports import Transport
 from .pending import Pending
 from .responder import Responder
 
-__all__ = ["DEFAULT_WRITE_TIMEOUT", "BatchReply", "BatchSlot", "Epoch", "Flush"]
+__all__ = ["DEFAULT_WRITE_TIMEOUT", "BatchReply", "BatchSlot", "Epoch", "Flush", "ReadRole"]
 
 _log = get_logger("mcpl_host.connection")
 # A write the peer does not take within this long (it stopped reading) ends the
 # transport: long enough for any server that reads at all, short enough that a deaf one
 # cannot hold the host's answers for long.
 DEFAULT_WRITE_TIMEOUT: Final = 30.0
+
+
+class ReadRole(Protocol):
+    """Who reads the epoch's stream (mcpl_host.driver.reading.Reading)."""
+
+    # Callers may read it themselves (else only the reader task reads).
+    shared: bool
+
+    async def answer(self, pending: Pending) -> None:
+        """Wait for ``pending``'s answer as its caller, reading when nobody else does."""
+        ...
+
+    def ended(self) -> None:
+        """The epoch ended: whoever waits to read looks again."""
+        ...
 
 
 class Epoch:
@@ -90,6 +105,7 @@ class Epoch:
         # When the handshake finished (Connected or Reconnected was due); None before.
         self.connected_at: float | None = None
         self.open = True
+        self.reading: ReadRole | None = None  # set by the driver before it reads
         self.end_reason: str | None = None
         self.ended = trio.Event()
         # Server requests in flight (by id, or a private key for id null), so that
@@ -196,6 +212,8 @@ class Epoch:
         self.end_reason = reason
         self._work.set()
         self._written.set()
+        if self.reading is not None:
+            self.reading.ended()
 
     def queue_answer(self, line: bytes) -> bool:
         """Queue an answer the reader gives at once (a refusal, a ping's answer, a

@@ -1,10 +1,12 @@
 """Everything the server sends, as the connection handles it.
 
-One reader task per transport epoch frames the bytes, asks the protocol core what each
-message is, and acts: a response settles a pending request, a request goes to its
-handler in a task of its own with a responder bound to the epoch, a notification is
-consumed or passed to the embedder. Every message ends with one typed outcome, logged
-as one structured event. Nothing raised while handling a message escapes the reader.
+Whichever task reads a transport epoch (its reader task, or a caller waiting for its
+answer: mcpl_host.driver.reading) frames the bytes and hands each line here, which asks
+the protocol core what the message is, and acts: a response settles a pending request,
+a request goes to its handler in a task of its own with a responder bound to the epoch,
+a notification is consumed or passed to the embedder. Every message ends with one typed
+outcome, logged as one structured event. Nothing raised while handling a message
+escapes to the task that read it.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from ..protocol.errors import (
     RequestError,
     request_error,
 )
-from ..protocol.framing import LineDecoder, OversizedLine
+from ..protocol.framing import OversizedLine
 from ..protocol.handshake import (
     Established,
     Failed,
@@ -60,14 +62,14 @@ from .timeouts import TimeoutWatch
 __all__ = ["Inbound"]
 
 _log = get_logger("mcpl_host.connection")
-_READ_CHUNK: Final = 64 * 1024
 # Server requests the core profiles gate by revision; a custom handler for any other
 # method is served on every revision.
 _GATED: Final = frozenset({"ping", "roots/list", "sampling/createMessage", "elicitation/create"})
 
 
 class Inbound:
-    """Reads and dispatches what one connection's server sends, epoch after epoch."""
+    """Dispatches what one connection's server sends, epoch after epoch (the reading
+    itself: mcpl_host.driver.reading)."""
 
     def __init__(
         self,
@@ -106,43 +108,13 @@ class Inbound:
         self.max_batch_entries = max_batch_entries
         self._spawn = spawn
         self._notify = on_notification
-        self._on_lost = on_lost
+        self.on_lost = on_lost  # a read failed or the stream ended: (epoch, reason)
+        # Responses that settled a request a trio task waits for (reading.py looks).
+        self.answered = 0
         self._on_wire = on_wire
         self._log = log_budget.wrap(_log).bind(server=server)
 
-    async def read(self, epoch: Epoch) -> None:
-        """The one reader of an epoch. Nothing raised by a message escapes it."""
-        framer = LineDecoder(self.max_message_bytes)
-        stream = epoch.transport.stream
-        reason = "eof"
-        try:
-            while epoch.open:
-                try:
-                    chunk = await stream.receive_some(_READ_CHUNK)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    reason = "read-failed" if epoch.open else "closed"
-                    break
-                if not chunk:
-                    items = framer.close()
-                    for item in items:
-                        self._on_line(epoch, item)
-                    # A transport may say why it ended (HTTP: "session-expired").
-                    reason = getattr(stream, "end_reason", None) or reason
-                    break
-                items = framer.feed(chunk)
-                if len(items) > 1:
-                    epoch.expect_burst(len(self._pending))
-                for item in items:
-                    self._on_line(epoch, item)
-                    if self._owes_too_much(epoch):
-                        await self._wait_for_answers(epoch)
-                        if not epoch.open:
-                            break
-        finally:
-            if epoch.open:
-                self._on_lost(epoch, reason)
-
-    def _owes_too_much(self, epoch: Epoch) -> bool:
+    def owes_too_much(self, epoch: Epoch) -> bool:
         """``max_owed_answers`` answers queued, or as many bytes as one inbound line may
         hold (each answer repeats the peer's id, which can be that long)."""
         return epoch.open and (
@@ -150,17 +122,18 @@ class Inbound:
             or epoch.queued_bytes >= self.max_message_bytes
         )
 
-    async def _wait_for_answers(self, epoch: Epoch) -> None:
+    async def wait_for_answers(self, epoch: Epoch) -> None:
         """Too many answers owed to a server that is not taking them: read nothing more
         from it until they are written (or the write timeout ends the transport)."""
         epoch.log.info(
             "reading paused",
             reason=f"{epoch.queued_answers} answers ({epoch.queued_bytes} bytes) owed",
         )
-        while self._owes_too_much(epoch):
+        while self.owes_too_much(epoch):
             await epoch.wait_for_writes()
 
-    def _on_line(self, epoch: Epoch, item: bytes | OversizedLine) -> None:
+    def on_line(self, epoch: Epoch, item: bytes | OversizedLine) -> None:
+        """Handle one line read on ``epoch``; nothing raised here escapes."""
         try:
             if type(item) is OversizedLine:
                 epoch.log.warning(
@@ -325,6 +298,8 @@ class Inbound:
             )
             return
         epoch.log.debug("message", direction="in", id=response.id, outcome=Outcome.RESPONSE_MATCHED)
+        if not pending.foreign:  # its caller may read next (driver.reading); a host's never
+            self.answered += 1
         if response.error is not None:
             code, message, data = describe_error_member(response.error, self.redactor)
             # No usable code stays None: the caller sees that the server gave none.

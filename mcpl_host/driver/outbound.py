@@ -11,6 +11,7 @@ remembered (boundedly) so that the reader can log it for what it is.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final
@@ -30,6 +31,7 @@ from ..protocol.errors import (
 from ..protocol.messages import OutNotification, OutRequest, encode
 from ..protocol.redact import Redactor
 from .epoch import Epoch, Flush
+from .foreign import in_trio_task
 from .pending import Pending, ProgressCallback, result_decoder, with_progress_token
 from .rebind import ToolHints, safe_to_repeat
 from .timeouts import TimeoutWatch
@@ -163,7 +165,26 @@ class Outbound:
         """The second half of :meth:`call`: wait for the answer to a request
         :meth:`start` queued, and decode it."""
         try:
-            await pending.wait()
+            while True:
+                epoch = pending.epoch
+                reading = None if epoch is None else epoch.reading
+                # Where callers may read their answers (stdio, sockets), a request with
+                # a deadline reads its own when nobody else reads (driver.reading); any
+                # other waits for the task that reads to settle it, as does a request
+                # awaited from a host loop (driver.foreign: no trio task to read with).
+                if (
+                    reading is not None
+                    and reading.shared
+                    and not pending.finished
+                    and epoch.open
+                    and pending.deadline != math.inf
+                    and in_trio_task()
+                ):
+                    await reading.answer(pending)
+                else:
+                    await pending.wait()  # a checkpoint even when it is over already
+                if pending.finished:
+                    break
         finally:
             self._forget(pending)
         method, params = pending.method, pending.params

@@ -33,7 +33,9 @@ class Pending:
         "epoch",
         "error",
         "finished",
+        "foreign",
         "id",
+        "interrupt",
         "method",
         "on_progress",
         "on_settle",
@@ -72,6 +74,12 @@ class Pending:
         # rather than a trio.Event: one request, one waiter, no allocation per call.)
         self.finished = False
         self.waiter: trio.lowlevel.Task | Callable[[], None] | None = None
+        # Set while its caller reads the transport itself (mcpl_host.driver.reading):
+        # wakes that caller from its wait on the stream once the request is over.
+        self.interrupt: Callable[[], None] | None = None
+        # Awaited by a host loop's task (driver.foreign), which never reads: the reader
+        # task does not leave the read role for it (driver.reading).
+        self.foreign = False
         self.result: Raw | None = None
         self.error: McplHostError | None = None
         self.settled = False
@@ -88,6 +96,7 @@ class Pending:
         task of the host loop that trio is the guest of, it waits on the host's terms
         (:mod:`mcpl_host.driver.foreign`)."""
         if not in_trio_task():
+            self.foreign = True
             await host().park(self)
             return
         if self.finished:
@@ -108,6 +117,8 @@ class Pending:
             trio.lowlevel.reschedule(waiter)
         elif waiter is not None:
             waiter()  # a host loop's task (foreign.Host.park)
+        elif self.interrupt is not None:
+            self.interrupt()
 
     def expire(self) -> None:
         """The timeout passed with no answer (called by the TimeoutWatch)."""

@@ -1,19 +1,44 @@
 """A server reached over a socket: TCP, or a Unix domain socket.
 
 Only connecting is translated here: once open, the stream's own errors (trio's Broken
-and Closed) reach the connection, which knows what a loss means.
+and Closed) reach the connection, which knows what a loss means. On POSIX the socket is
+read and written through :class:`DirectSocketStream` (the system calls of
+:class:`~mcpl_host.transports._nonblocking.NonblockingStream`: no scheduling round
+around a ``recv`` that succeeds, and a read side the task waiting for an answer may
+drive itself); elsewhere through trio's own ``SocketStream``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 
 import trio
 
 from ..protocol.errors import TransportError
+from ._nonblocking import NonblockingStream
 from .targets import TcpTarget, UnixTarget, describe
 
-__all__ = ["SocketTransport", "open_tcp", "open_unix"]
+__all__ = ["DirectSocketStream", "SocketTransport", "open_tcp", "open_unix"]
+
+
+class DirectSocketStream(NonblockingStream):
+    """A connected socket, read and written with ``read(2)`` and ``write(2)`` (POSIX).
+
+    trio's ``SocketStream`` keeps owning the socket (its options, its closing)."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        fd = stream.socket.fileno()
+        super().__init__(fd, fd)
+        self.socket_stream = stream
+
+    async def aclose(self) -> None:
+        self._send_closed = self._receive_closed = True
+        await self.socket_stream.aclose()
+
+
+def _direct(stream: trio.SocketStream) -> trio.abc.Stream:
+    return stream if sys.platform == "win32" else DirectSocketStream(stream)
 
 
 class SocketTransport:
@@ -48,7 +73,7 @@ async def open_tcp(target: TcpTarget) -> SocketTransport:
         raise TransportError(
             f"cannot connect to {label}: {_reason(exc)}", reason="connect-failed"
         ) from exc
-    return SocketTransport(stream, description=label)
+    return SocketTransport(_direct(stream), description=label)
 
 
 async def open_unix(target: UnixTarget) -> SocketTransport:
@@ -65,7 +90,7 @@ async def open_unix(target: UnixTarget) -> SocketTransport:
         raise TransportError(
             f"cannot connect to {label}: {_reason(exc)}", reason="connect-failed"
         ) from exc
-    return SocketTransport(stream, description=label)
+    return SocketTransport(_direct(stream), description=label)
 
 
 def _reason(exc: OSError) -> str:

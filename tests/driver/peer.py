@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from typing import Any, TypeVar
 
 import msgspec
 import trio
+import trio.lowlevel
 
 from mcpl_host import Connection, TransportError
 from mcpl_host.protocol.framing import LineDecoder
-from mcpl_host.transports.memory import memory_transport_pair
+from mcpl_host.transports._pipes import PipeStream
+from mcpl_host.transports.memory import StreamTransport, memory_transport_pair
 
 Json = Any
 
@@ -126,15 +129,30 @@ def memory_connection(**kwargs: Any) -> tuple[Connection, Peer]:
     return Connection(opener, **kwargs), Peer(peer_stream)
 
 
+S = TypeVar("S", bound=PipeStream)
+
+
+def pipe_pair(stream_type: type[S] = PipeStream) -> tuple[S, Peer]:  # type: ignore[assignment]
+    """The host's stream over two real pipes (the stdio stream without a process: one
+    its callers may read themselves), and the scripted peer on their other ends."""
+    to_peer_r, to_peer_w = os.pipe()
+    to_host_r, to_host_w = os.pipe()
+    host = stream_type(trio.lowlevel.FdStream(to_peer_w), trio.lowlevel.FdStream(to_host_r))
+    peer = PipeStream(trio.lowlevel.FdStream(to_host_w), trio.lowlevel.FdStream(to_peer_r))
+    return host, Peer(peer)
+
+
 class PeerSupply:
-    """A transport factory that makes a fresh in-memory pair per connect attempt.
+    """A transport factory that makes a fresh in-memory pair (or pair of pipes) per
+    connect attempt.
 
     ``refuse`` connect attempts fail first (TransportError), then each attempt's peer end
     is handed to the test through :meth:`next_peer`.
     """
 
-    def __init__(self, refuse: int = 0) -> None:
+    def __init__(self, refuse: int = 0, *, pipes: bool = False) -> None:
         self.refuse = refuse
+        self.pipes = pipes  # real pipes (callers may read them) rather than memory
         self.attempts = 0
         self.peers: list[Peer] = []
         self._handshaken = trio.Event()
@@ -145,6 +163,10 @@ class PeerSupply:
         if self.refuse > 0:
             self.refuse -= 1
             raise TransportError("refused by the test", reason="connect-failed")
+        if self.pipes:
+            host, peer = pipe_pair()
+            self._send.send_nowait(peer)
+            return StreamTransport(host, "pipes")
         transport, peer_stream = memory_transport_pair()
         self._send.send_nowait(Peer(peer_stream))
         return transport

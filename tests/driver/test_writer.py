@@ -4,7 +4,6 @@ its turn never written, one given up while its line was being written cancelled.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,7 +18,7 @@ from mcpl_host.driver.epoch import Epoch
 from mcpl_host.transports._pipes import PipeStream
 from mcpl_host.transports.memory import StreamTransport
 
-from .peer import Peer
+from .peer import Peer, pipe_pair
 
 
 class Counting(PipeStream):
@@ -38,11 +37,7 @@ class Counting(PipeStream):
 
 def pipes() -> tuple[Counting, Peer]:
     """The host's stream over two pipes, and the scripted peer on their other ends."""
-    to_peer_r, to_peer_w = os.pipe()
-    to_host_r, to_host_w = os.pipe()
-    host = Counting(trio.lowlevel.FdStream(to_peer_w), trio.lowlevel.FdStream(to_host_r))
-    peer = PipeStream(trio.lowlevel.FdStream(to_host_w), trio.lowlevel.FdStream(to_peer_r))
-    return host, Peer(peer)
+    return pipe_pair(Counting)
 
 
 @asynccontextmanager
