@@ -155,3 +155,19 @@ def test_input_rounds_and_a_task_of_a_2026_07_28_server_run_in_trio() -> None:
             assert (await conn.call_tool("slow", validate_output=False)).text == "done"
 
     run(main)
+
+
+def test_the_reader_task_keeps_reading_for_calls_awaited_on_the_loop() -> None:
+    """A caller in trio reads its own answer when nobody reads (driver/reading.py); an
+    asyncio caller cannot, so the reader task never leaves it the role (else each of its
+    answers would wait for the reader's linger)."""
+
+    async def main() -> None:
+        async with aio.Connection(DEMO) as conn:
+            for _ in range(20):
+                await conn.call_tool("echo", {"text": "x"})
+                reading = conn._epoch.reading
+                assert reading.holder is not None
+                assert reading.holder is reading._reader
+
+    run(main)
