@@ -29,8 +29,8 @@ import trio
 __all__ = ["Guest", "start_guest_run"]
 
 # trio's ticks run back to back in one loop callback while trio has work: a tick per
-# callback would cost the loop a poll of its own between each (a call is three or four
-# ticks). Bounded, so that the loop's own callbacks and tasks still run.
+# callback would cost the loop a poll of its own between each (a call run in a trio task
+# is three or four ticks). Bounded, so that the loop's own callbacks and tasks still run.
 _TICKS_PER_CALLBACK = 8
 
 
