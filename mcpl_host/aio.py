@@ -157,6 +157,17 @@ class _LoopHost:
         pending.waiter = functools.partial(_wake, future)
         try:
             await future
+        except asyncio.CancelledError:
+            if not pending.finished:
+                raise
+            # The answer came in the loop iteration the task was cancelled in. As for a
+            # trio caller, the call takes its answer and the cancellation comes at the
+            # task's next wait (where a task the server made for the call is then
+            # cancelled too): the cancel is given back to the task, its count unchanged.
+            task = asyncio.current_task()
+            assert task is not None
+            task.uncancel()
+            task.cancel()
         finally:
             pending.waiter = None
 

@@ -8,6 +8,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -171,3 +172,33 @@ def test_the_reader_task_keeps_reading_for_calls_awaited_on_the_loop() -> None:
                 assert reading.holder is reading._reader
 
     run(main)
+
+
+def test_an_answer_in_the_iteration_of_a_cancellation_is_taken_and_the_cancel_kept() -> None:
+    """As for a trio caller rescheduled with its answer and then cancelled: the wait
+    returns, and the cancellation is raised at the task's next wait (where, for a call
+    the server made a task of, the task is cancelled: tasks/cancel)."""
+    steps: list[str] = []
+
+    async def main() -> None:
+        pending = SimpleNamespace(finished=False, waiter=None)
+        host = aio._LoopHost(SimpleNamespace(loop=asyncio.get_running_loop()))  # type: ignore[arg-type]
+
+        async def caller() -> None:
+            await host.park(pending)  # type: ignore[arg-type]
+            steps.append("answer taken")
+            await asyncio.sleep(0)
+            steps.append("not cancelled")
+
+        task = asyncio.ensure_future(caller())
+        await asyncio.sleep(0)
+        assert pending.waiter is not None
+        pending.finished = True
+        pending.waiter()  # the reader settles it ...
+        task.cancel()  # ... and the task is cancelled before it runs again
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert task.cancelling() == 1
+
+    run(main)
+    assert steps == ["answer taken"]
