@@ -136,6 +136,18 @@ async def exchange(pool: HttpPool, content: bytes = b"{}") -> tuple[int, bytes]:
         response.close()
 
 
+async def refused_by(handler: Handler) -> None:
+    """One exchange with a server that answers it with ``handler``: it must fail with
+    RemoteProtocolError, and the connection must not go back to the pool."""
+    with trio.fail_after(10):
+        async with serving(handler) as server:
+            pool = pool_for(server, max_connections=1)
+            with pytest.raises(RemoteProtocolError):
+                await exchange(pool)
+            assert not pool._idle
+            pool.close()
+
+
 async def echo_forever(peer: Peer) -> None:
     while (got := await peer.request()) is not None:
         head, content = got
@@ -251,12 +263,7 @@ async def test_a_compressed_body_that_does_not_decode_is_a_remote_protocol_error
         while await peer.request() is not None:
             await peer.send(ok(b"not gzip at all", b"Content-Encoding: gzip\r\n"))
 
-    with trio.fail_after(10):
-        async with serving(handler) as server:
-            pool = pool_for(server)
-            with pytest.raises(RemoteProtocolError):
-                await exchange(pool)
-            pool.close()
+    await refused_by(handler)
 
 
 async def test_a_response_closed_before_its_end_closes_its_connection() -> None:
@@ -364,13 +371,7 @@ async def test_a_broken_answer_is_a_remote_protocol_error(answer: bytes) -> None
         await peer.send(answer)
         await peer.stream.aclose()
 
-    with trio.fail_after(10):
-        async with serving(handler) as server:
-            pool = pool_for(server, max_connections=1)
-            with pytest.raises(RemoteProtocolError):
-                await exchange(pool)
-            assert not pool._idle
-            pool.close()
+    await refused_by(handler)
 
 
 async def test_a_head_past_100_kib_is_refused() -> None:
@@ -378,12 +379,7 @@ async def test_a_head_past_100_kib_is_refused() -> None:
         assert await peer.request() is not None
         await peer.send(b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 200_000 + b"\r\n\r\n")
 
-    with trio.fail_after(10):
-        async with serving(handler) as server:
-            pool = pool_for(server)
-            with pytest.raises(RemoteProtocolError):
-                await exchange(pool)
-            pool.close()
+    await refused_by(handler)
 
 
 async def test_a_refused_connection_is_a_connect_error() -> None:
