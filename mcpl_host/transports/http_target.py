@@ -8,7 +8,7 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 from urllib.parse import urlsplit
 
 from ..protocol.errors import ConfigurationError
@@ -17,7 +17,18 @@ from ..protocol.redact import Redactor, log_value
 if TYPE_CHECKING:
     from ..auth.flow import OAuth
 
-__all__ = ["HttpTarget", "describe_http", "has_authorization", "http_redactor"]
+__all__ = [
+    "SSE_PREFIX",
+    "HttpTarget",
+    "HttpTransportKind",
+    "describe_http",
+    "has_authorization",
+    "http_redactor",
+]
+
+# How a TARGET names the legacy HTTP+SSE transport: ``sse+https://host/sse``.
+SSE_PREFIX: Final = "sse+"
+HttpTransportKind = Literal["streamable-http", "sse"]
 
 _HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 # Set by the transport on every request: configuring them would break the protocol.
@@ -32,7 +43,13 @@ def _no_headers() -> Mapping[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class HttpTarget:
-    """A Streamable HTTP server at ``url`` (``http://`` or ``https://``).
+    """An MCP server over HTTP at ``url`` (``http://`` or ``https://``).
+
+    ``transport`` is ``"streamable-http"`` (2025-03-26 on; when the server refuses the
+    initialize POST with 400, 404 or 405 the host falls back to the legacy transport,
+    as the specification's backwards-compatibility section says) or ``"sse"`` (the
+    2024-11-05 HTTP+SSE transport only: GET ``url`` for the event stream, POST to the
+    endpoint it names).
 
     ``headers`` go with every request (``Authorization: Bearer ...``, say); their values
     are secrets: never logged, masked wherever they could show. ``timeout`` bounds
@@ -54,8 +71,11 @@ class HttpTarget:
     timeout: float = 30.0
     ssl_context: ssl.SSLContext | None = field(default=None, compare=False, hash=False)
     auth: OAuth | None = field(default=None, compare=False, hash=False)
+    transport: HttpTransportKind = "streamable-http"
 
     def __post_init__(self) -> None:
+        if self.transport not in ("streamable-http", "sse"):
+            raise ConfigurationError('an HTTP transport is "streamable-http" or "sse"')
         if not isinstance(self.url, str):
             raise ConfigurationError("an HTTP target needs a URL")
         try:
@@ -130,7 +150,9 @@ def has_authorization(headers: Mapping[str, str]) -> bool:
 def describe_http(target: HttpTarget) -> str:
     """Scheme, host, port and path: the query may hold credentials."""
     parts = urlsplit(target.url)
-    return f"{parts.scheme.lower()}://{log_value(parts.netloc, 80)}{log_value(parts.path, 120)}"
+    prefix = SSE_PREFIX if target.transport == "sse" else ""
+    where = f"{log_value(parts.netloc, 80)}{log_value(parts.path, 120)}"
+    return f"{prefix}{parts.scheme.lower()}://{where}"
 
 
 def http_redactor(target: HttpTarget, extra_secrets: tuple[str, ...] | list[str]) -> Redactor:

@@ -22,7 +22,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from ..protocol.errors import ConfigurationError
 from ..protocol.redact import REDACTION_MARK, Redactor, log_value
-from .http_target import HttpTarget, describe_http, http_redactor
+from .http_target import SSE_PREFIX, HttpTarget, describe_http, http_redactor
 
 __all__ = [
     "DialRedactor",
@@ -41,7 +41,10 @@ __all__ = [
 _SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 _HOSTNAME: Final = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?")
 _PORT: Final = re.compile(r"[0-9]{1,5}")
-_EXPECTED: Final = "expected tcp://HOST:PORT, unix:PATH, ws(s)://HOST[:PORT][/PATH] or http(s)://HOST[:PORT][/PATH]"
+_EXPECTED: Final = (
+    "expected tcp://HOST:PORT, unix:PATH, ws(s)://HOST[:PORT][/PATH], "
+    "http(s)://HOST[:PORT][/PATH] or sse+http(s)://HOST[:PORT][/PATH]"
+)
 # RFC 9110 token characters: what a header name may be made of.
 _HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 # Set by the WebSocket handshake itself; a second copy would break or confuse it.
@@ -388,7 +391,8 @@ def token_secrets(token: str) -> list[str]:
 def parse_target(text: str) -> TcpTarget | UnixTarget | WebSocketTarget | HttpTarget:
     """Parse ``tcp://HOST:PORT`` (``tcp://[::1]:PORT`` for IPv6), ``unix:PATH``, a
     ``ws://`` / ``wss://`` URL (a :class:`WebSocketTarget` without token or headers) or an
-    ``http://`` / ``https://`` URL (an :class:`HttpTarget` without headers).
+    ``http://`` / ``https://`` URL (an :class:`HttpTarget` without headers; with
+    ``sse+`` before the scheme, one on the legacy HTTP+SSE transport).
 
     ``unix:///abs/path`` gives ``/abs/path``; the path is taken literally (no
     percent-decoding). User info, paths, queries and fragments are refused on tcp.
@@ -411,6 +415,8 @@ def parse_target(text: str) -> TcpTarget | UnixTarget | WebSocketTarget | HttpTa
         return WebSocketTarget(text)
     if kind in ("http", "https"):
         return HttpTarget(text)
+    if kind in ("sse+http", "sse+https"):
+        return HttpTarget(text[len(SSE_PREFIX) :], transport="sse")
     raise ConfigurationError(f"unsupported target scheme {log_value(scheme, 32)!r}; {_EXPECTED}")
 
 
