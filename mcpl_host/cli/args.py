@@ -16,6 +16,8 @@ from typing import Any, Final, NoReturn
 
 import msgspec
 
+from .. import __version__
+
 __all__ = [
     "DEFAULT_TIMEOUT",
     "LOGIN_TIMEOUT",
@@ -263,6 +265,7 @@ def _build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
         "configuration, 4 authorization required (run: mcpl-host auth login TARGET), "
         "5 the authorization flow failed. See docs/cli.md.",
     )
+    parser.add_argument("--version", action="version", version=f"mcpl-host {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     connect = commands.add_parser(
         "connect",

@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from mcpl_host import __version__
 from mcpl_host.cli.args import UsageError, parse
 
 from .helpers import run
@@ -82,3 +83,8 @@ def test_the_value_of_a_bad_env_entry_is_never_echoed() -> None:
     done = run("connect", "--env", "TOKEN=hunter2-secret", "--bogus", "hunter2-secret", "--demo")
     assert done.returncode == 2
     assert "hunter2-secret" not in done.stderr + done.stdout
+
+
+def test_version_is_printed_with_exit_0() -> None:
+    done = run("--version")
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"mcpl-host {__version__}\n", "")
