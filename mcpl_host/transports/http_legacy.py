@@ -1,6 +1,6 @@
 """The legacy HTTP+SSE transport of MCP 2024-11-05, as a mode of the HTTP transport.
 
-A mode, not a transport of its own: it is :class:`~.http._Owner` with another
+A mode, not a transport of its own: it is :class:`~.http.HttpTransport` with another
 way to carry lines (and it uses that class's internals: its headers, exchanges,
 delivery and settling of requests), so that the fallback can switch to it in the middle
 of a connect, under the connection's feet.
