@@ -39,6 +39,11 @@ requests at once; the GET stream is reopened after the server's ``retry`` with a
 and a backoff (sse_reopen.py); the session id and event ids are checked before they go
 back in a header (http_headers.py).
 
+When the server refuses the first POST with 400, 404 or 405 (and a body that is not
+JSON-RPC), the transport GETs the URL for a legacy HTTP+SSE server's event stream and,
+given its endpoint, carries the session over that transport (http_legacy.py); an
+``"sse"`` target uses it from the start. ``kind`` says which is in use.
+
 The HTTP/1.1 client is http_pool.py's (h11 over trio streams, a keep-alive pool); httpx
 only runs the authorization flow's own requests, when the target has ``auth``.
 """
@@ -73,6 +78,7 @@ from .http_headers import Refused, echoable_event_id, session_id
 from .http_legacy import LegacySession, NoStream, status_text
 from .http_pool import (
     ConnectError,
+    HttpClientError,
     HttpPool,
     HttpResponse,
     ReadError,
@@ -128,6 +134,10 @@ _peek_many = msgspec.json.Decoder(list[_Peek])
 _cancel_params = msgspec.json.Decoder(_CancelParams | None)
 _plain = msgspec.json.Decoder()
 
+# A request of the stateless revision names it in its _meta: the cheap test before its
+# params are decoded for the headers they give.
+_STATELESS_MARK: Final = PROTOCOL_VERSION.encode()
+
 
 def _is_json_rpc(body: bytes) -> bool:
     """Whether an error's body is a JSON-RPC message (or a batch of them): the refusal
@@ -138,11 +148,6 @@ def _is_json_rpc(body: bytes) -> bool:
         return False
     values = value if isinstance(value, list) else [value]
     return any(isinstance(v, dict) and v.get("jsonrpc") == "2.0" for v in values)
-
-
-# A request of the stateless revision names it in its _meta: the cheap test before its
-# params are decoded for the headers they give.
-_STATELESS_MARK: Final = PROTOCOL_VERSION.encode()
 
 
 def _peek(line: bytes) -> list[_Peek]:
@@ -349,9 +354,14 @@ class HttpTransport:
             found = await LegacySession.open(self)
         except ConnectError as exc:
             raise self._unreachable(exc) from None
-        except (trio.TooSlowError, ReadError, RemoteProtocolError) as exc:
+        except trio.TooSlowError:
             raise TransportError(
-                f"GET {self.description}: no answer ({type(exc).__name__})",
+                f"GET {self.description}: no response within {self.target.timeout:g} s",
+                reason="no-endpoint",
+            ) from None
+        except HttpClientError as exc:
+            raise TransportError(
+                f"GET {self.description}: the answer broke off ({type(exc).__name__})",
                 reason="no-endpoint",
             ) from None
         if isinstance(found, NoStream):
@@ -371,10 +381,8 @@ class HttpTransport:
         self._tasks.start_soon(session.listen)
 
     def _unreachable(self, exc: ConnectError) -> TransportError:
-        return TransportError(
-            f"cannot connect to {exc.where or self.description} ({self.description}): {exc.why}",
-            reason="connect-failed",
-        )
+        where = f"{exc.where} ({self.description})" if exc.where else self.description
+        return TransportError(f"cannot connect to {where}: {exc.why}", reason="connect-failed")
 
     def use_revision(self, revision: str) -> None:
         """The connection accepted ``revision`` for this session: from now on its

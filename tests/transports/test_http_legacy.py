@@ -24,6 +24,7 @@ from mcpl_host import (
 )
 from mcpl_host.transports.http_legacy import endpoint_path
 
+from .http_server import ScriptedHttpServer
 from .sse_server import CLOSE, ScriptedSseServer
 
 
@@ -215,3 +216,19 @@ def test_the_endpoint_is_resolved_against_the_stream_url_and_kept_on_its_origin(
         with pytest.raises(TransportError) as caught:
             endpoint_path(url, other)
         assert caught.value.reason == "endpoint-refused"
+
+
+async def test_a_json_rpc_refusal_is_a_streamable_servers_and_never_falls_back() -> None:
+    # The scripted Streamable HTTP server refuses server/discover with 400 and a JSON-RPC
+    # error, as the official SDKs' servers do: initialize follows over Streamable HTTP,
+    # with no GET in between (its GET stream would hold no endpoint event).
+    def answer(message: dict[str, Any], session: str | None) -> Any:
+        return (
+            None if "id" not in message else {"jsonrpc": "2.0", "id": message["id"], "result": {}}
+        )
+
+    with ScriptedHttpServer(answer) as server, trio.fail_after(10):
+        async with Connection(HttpTarget(server.url)) as conn:
+            assert getattr(conn.transport, "kind", None) == "streamable-http"
+        wire = [(s.method, s.body.get("method") if s.body else None) for s in server.seen]
+    assert wire[:2] == [("POST", "server/discover"), ("POST", "initialize")]
