@@ -223,9 +223,9 @@ async def test_a_json_rpc_refusal_is_a_streamable_servers_and_never_falls_back()
     # error, as the official SDKs' servers do: initialize follows over Streamable HTTP,
     # with no GET in between (its GET stream would hold no endpoint event).
     def answer(message: dict[str, Any], session: str | None) -> Any:
-        return (
-            None if "id" not in message else {"jsonrpc": "2.0", "id": message["id"], "result": {}}
-        )
+        if "id" not in message or message["method"] == "server/discover":
+            return None  # a notification: 202; discover: 400 and a JSON-RPC error
+        return {"jsonrpc": "2.0", "id": message["id"], "result": {}}
 
     with ScriptedHttpServer(answer) as server, trio.fail_after(10):
         async with Connection(HttpTarget(server.url)) as conn:
