@@ -7,8 +7,9 @@ for that session, as a ``message`` event. ``POST /messages?session=N`` is answer
 at once; the message's answer then goes on the stream: ``initialize`` is answered here,
 the rest by the test's ``answer(message)`` (a dict: the answer's result; None: no
 answer; :data:`CLOSE`: the stream is closed instead). A POST to ``/sse`` itself (a
-Streamable HTTP client's first try) gets ``post_status``. Every request is recorded in
-order: its method, path, headers and body.
+Streamable HTTP client's first try) gets ``post_status``. With ``token``, a request
+without ``Authorization: Bearer TOKEN`` gets 401 and a Bearer challenge. Every request
+is recorded in order: its method, path, headers and body.
 """
 
 from __future__ import annotations
@@ -42,11 +43,13 @@ class ScriptedSseServer:
         first: bytes | None = None,
         post_status: int = 405,
         version: str = "2024-11-05",
+        token: str | None = None,
     ) -> None:
         self.answer = answer or (lambda message: {})
         self.first = first  # None: the endpoint event of the session
         self.post_status = post_status
         self.version = version
+        self.token = token  # set: every request without "Bearer TOKEN" gets 401
         self.seen: list[Seen] = []
         self.streams: dict[str, queue.Queue[Any]] = {}
         self._lock = threading.Lock()
@@ -71,8 +74,21 @@ class ScriptedSseServer:
                 self.end_headers()
                 self.wfile.write(text)
 
+            def _unauthorized(self) -> bool:
+                if server.token is None:
+                    return False
+                if self.headers.get("Authorization") == f"Bearer {server.token}":
+                    return False
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Bearer realm="sse"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return True
+
             def do_GET(self) -> None:
                 self._record(None)
+                if self._unauthorized():
+                    return
                 if urlsplit(self.path).path != "/sse":
                     self._status(404, b"Not Found")
                     return
@@ -105,6 +121,8 @@ class ScriptedSseServer:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length))
                 self._record(body)
+                if self._unauthorized():
+                    return
                 parts = urlsplit(self.path)
                 if parts.path == "/sse":
                     self._status(server.post_status, b"Method Not Allowed")

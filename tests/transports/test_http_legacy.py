@@ -14,6 +14,7 @@ import trio
 from structlog.testing import capture_logs
 
 from mcpl_host import (
+    AuthorizationRequired,
     Connection,
     ConnectionClosed,
     HttpTarget,
@@ -232,3 +233,21 @@ async def test_a_json_rpc_refusal_is_a_streamable_servers_and_never_falls_back()
             assert getattr(conn.transport, "kind", None) == "streamable-http"
         wire = [(s.method, s.body.get("method") if s.body else None) for s in server.seen]
     assert wire[:2] == [("POST", "server/discover"), ("POST", "initialize")]
+
+
+async def test_authorization_goes_on_the_get_and_every_post() -> None:
+    with ScriptedSseServer(_tools, token="t-1") as server, trio.fail_after(10):
+        with pytest.raises(AuthorizationRequired) as caught:
+            async with Connection(HttpTarget(server.url, transport="sse")):
+                pytest.fail("connected")
+        assert caught.value.status == 401
+        bearer = {"Authorization": "Bearer t-1"}
+        for target in (
+            HttpTarget(server.url, headers=bearer, transport="sse"),
+            HttpTarget(server.url, headers=bearer),
+        ):
+            async with Connection(target) as conn:
+                await conn.list_tools()
+        authorized = server.seen[1:]
+    assert len(authorized) >= 9
+    assert all(s.headers["authorization"] == "Bearer t-1" for s in authorized)
