@@ -37,6 +37,14 @@ from ..protocol.sse import SseDecoder, SseEvent
 from .http_body import content_kind, read_chunks
 from .http_pool import HttpResponse, ReadError, RemoteProtocolError
 
+__all__ = [
+    "ENDPOINT_MAX_BYTES",
+    "LegacySession",
+    "NoStream",
+    "endpoint_path",
+    "status_text",
+]
+
 if TYPE_CHECKING:
     from .http_pool import HttpPool
     from .http_target import HttpTarget
@@ -68,14 +76,6 @@ class _Owner(Protocol):
     async def _refused(self, status: int, body: bytes, waiting: set[Any]) -> None: ...
     def _end(self, reason: str) -> None: ...
 
-
-__all__ = [
-    "ENDPOINT_MAX_BYTES",
-    "LegacySession",
-    "NoStream",
-    "endpoint_path",
-    "status_text",
-]
 
 ENDPOINT_MAX_BYTES: Final = 8192  # the endpoint goes in every POST's request line
 _ACCEPT_EVENTS: Final = b"text/event-stream"
@@ -266,8 +266,8 @@ class LegacySession:
 
     async def exchange(self, line: bytes, waiting: set[Any]) -> None:
         """POST ``line`` to the endpoint. Its answers come on the GET stream; an HTTP
-        error settles the requests it carried at once (a 404: the server forgot the
-        session, which ends the transport)."""
+        error settles the requests it carried at once, but a 404 (the server forgot the
+        session), which ends the transport."""
         transport = self._transport
         headers = transport._headers()
         headers.append((b"Content-Type", b"application/json"))
@@ -291,6 +291,9 @@ class LegacySession:
                 return
             body = await transport._body(response)
         if status == 404:
+            # The server forgot the session: as for Streamable HTTP, the transport ends
+            # and its requests are the connection's to rebind or fail (a new session).
             transport._log.info("legacy session gone (404): the transport ends")
             transport._end("session-expired")
+            return
         await transport._refused(status, body or b"", waiting)

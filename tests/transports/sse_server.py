@@ -52,6 +52,7 @@ class ScriptedSseServer:
         self.token = token  # set: every request without "Bearer TOKEN" gets 401
         self.seen: list[Seen] = []
         self.streams: dict[str, queue.Queue[Any]] = {}
+        self.forgotten: list[queue.Queue[Any]] = []
         self._lock = threading.Lock()
         self._sessions = 0
         server = self
@@ -161,10 +162,16 @@ class ScriptedSseServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for stream in list(self.streams.values()):
+        for stream in [*self.streams.values(), *self.forgotten]:
             stream.put(_END)
         self._http.shutdown()
         self._http.server_close()
+
+    def forget_sessions(self) -> None:
+        """Forget every session (their streams stay open): a POST of one gets 404."""
+        with self._lock:
+            self.forgotten = list(self.streams.values())
+            self.streams.clear()
 
     def requests(self) -> list[tuple[str, str, str | None]]:
         """(method, path, JSON-RPC method) of each request, in order."""

@@ -129,6 +129,22 @@ async def test_a_closed_stream_is_reconnected_with_a_new_session() -> None:
     assert ("POST", "/messages?session=2", "initialize") in wire
 
 
+async def test_a_404_from_the_endpoint_starts_a_new_session() -> None:
+    with ScriptedSseServer(_tools) as server, trio.fail_after(10):
+        async with Connection(HttpTarget(server.url, transport="sse")) as conn:
+            server.forget_sessions()
+            # Without a reconnect policy too, as for a Streamable HTTP session's 404.
+            assert [t.name for t in await conn.list_tools()] == ["echo"]
+        wire = server.requests()
+    assert wire[3:] == [
+        ("POST", "/messages?session=1", "tools/list"),  # -> 404
+        ("GET", "/sse", None),
+        ("POST", "/messages?session=2", "initialize"),
+        ("POST", "/messages?session=2", "notifications/initialized"),
+        ("POST", "/messages?session=2", "tools/list"),
+    ]
+
+
 @pytest.mark.parametrize(
     ("first", "reason", "words"),
     [
