@@ -156,6 +156,8 @@ def _head(w: _Writer, report: dict[str, Any]) -> None:
         else:
             w.field("server", w.safe(info if info is not None else "(no name)", 200))
     w.field("target", w.safe(report.get("target") or "(none)"))
+    if report.get("transport") == "sse":
+        w.field("transport", "legacy HTTP+SSE (2024-11-05)")
     if report.get("protocolVersion") is not None:
         era = report.get("era")
         shown = f" ({w.safe(era, 16)})" if era is not None else ""

@@ -234,7 +234,12 @@ def _failed(
 
 
 def _server_facts(conn: Connection) -> dict[str, Any]:
-    return {
+    facts: dict[str, Any] = {}
+    kind = getattr(conn.transport, "kind", None) if isinstance(conn.target, HttpTarget) else None
+    if kind is not None:
+        # "streamable-http", or "sse": the legacy transport (asked for, or fallen back to).
+        facts["transport"] = kind
+    return facts | {
         "protocolVersion": conn.protocol_version,
         # "stateless" (2026-07-28: server/discover) or "handshake" (initialize).
         "era": era_of(conn.protocol_version) if conn.protocol_version else None,
