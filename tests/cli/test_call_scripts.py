@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from mcpl_host.cli.args import UsageError, parse
+from mcpl_host.cli.failure import exit_status
 
 from .helpers import CLI, TIMEOUT, closed_port_url, run_json, server
 
@@ -400,3 +401,32 @@ def test_invalid_base64_and_a_file_for_several_items_save_nothing(
     assert done.returncode == 1
     assert _report(done)["error"]["reason"] == "not-one-item"
     assert not target.exists()
+
+
+def _failed(kind: str, **facts: Any) -> dict[str, Any]:
+    return {"ok": False, "target": "x", "error": {"kind": kind, **facts}}
+
+
+UNREACHABLE = _failed("spawn-failed", reason="spawn-failed")
+# The connection lost after the handshake: the server was reached.
+LOST = _failed("transport-closed", reason="eof") | {"protocolVersion": "2025-11-25"}
+
+
+@pytest.mark.parametrize(
+    ("servers", "status"),
+    [
+        ({"a": {"ok": True}, "b": {"ok": True}}, 0),
+        ({"a": UNREACHABLE, "b": _failed("request-error")}, 6),
+        ({"a": _failed("request-error"), "b": _failed("auth-required"), "c": UNREACHABLE}, 4),
+        ({"a": _failed("auth-failed"), "b": UNREACHABLE}, 5),
+        ({"a": _failed("config-error"), "b": {"ok": True}}, 1),  # that entry's failure
+        ({"a": LOST}, 1),
+        ({"a": _failed("timeout", reason="connect-timeout"), "b": {"ok": True}}, 6),
+        ({"a": _failed("timeout", method="initialize")}, 1),  # reached, did not answer
+    ],
+)
+def test_the_all_status_is_the_first_of_4_5_6_1_a_failed_server_has(
+    servers: dict[str, Any], status: int
+) -> None:
+    ok = all(entry.get("ok") for entry in servers.values())
+    assert exit_status({"ok": ok, "servers": servers}) == status
