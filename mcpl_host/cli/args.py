@@ -47,6 +47,12 @@ _SECRET_OPTIONS: Final = ("--env", "--header", "--bearer")
 _BEARER_ENV: Final = "--bearer-env"
 _HTTP_OPTIONS: Final = "--header, --bearer and --bearer-env"
 SHELLS: Final = ("bash", "zsh", "fish")
+_EXIT_STATUS: Final = (
+    "Exit status: 0 success, 1 the server failed the request or broke the protocol, "
+    "2 bad usage or configuration, 3 the tool answered isError: true, 4 authorization "
+    "required (run: mcpl-host auth login TARGET), 5 the authorization flow failed, 6 the "
+    "server could not be reached. See docs/cli.md."
+)
 
 
 class UsageError(Exception):
@@ -275,10 +281,7 @@ def _build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
         prog="mcpl-host",
         allow_abbrev=False,
         description="Connect to an MCP server and show what it offers, or make one request.",
-        epilog="Exit status: 0 success, 1 the server failed the request or broke the "
-        "protocol, 2 bad usage or configuration, 3 the tool answered isError: true, "
-        "4 authorization required (run: mcpl-host auth login TARGET), 5 the authorization "
-        "flow failed, 6 the server could not be reached. See docs/cli.md.",
+        epilog=_EXIT_STATUS,
     )
     parser.add_argument("--version", action="version", version=f"mcpl-host {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -293,6 +296,7 @@ def _build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
         "call",
         help="make one request (a tool call, a resource read, a prompt get)",
         description="Run the handshake, make one request, and print its result.",
+        epilog=_EXIT_STATUS,
         allow_abbrev=False,
     )
     _add_common(call, many=False)
