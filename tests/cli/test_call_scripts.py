@@ -430,3 +430,27 @@ def test_the_all_status_is_the_first_of_4_5_6_1_a_failed_server_has(
 ) -> None:
     ok = all(entry.get("ok") for entry in servers.values())
     assert exit_status({"ok": ok, "servers": servers}) == status
+
+
+def test_a_tool_list_never_answered_leaves_the_result_unchecked(tmp_path: Path) -> None:
+    argv = server(
+        tmp_path,
+        "deaf_list",
+        """
+        initialized(read_initialize())
+        for line in sys.stdin:
+            request = json.loads(line)
+            if request.get("method") == "tools/call":
+                send({"jsonrpc": "2.0", "id": request["id"],
+                      "result": {"content": [{"type": "text", "text": "done"}]}})
+        """,
+    )
+    only = ("--versions", "2025-11-25", "--timeout", "2")
+    done = _call("--json", *only, "--tool", "t", "--", *argv)
+    assert done.returncode == 0, done.stderr
+    report = _report(done)
+    assert report["output_schema"]["status"] == "unchecked"
+    assert report["output_schema"]["reason"].startswith(
+        "the tool list could not be read (RequestTimeout"
+    )
+    assert report["timings_ms"]["call"] < 10_000
