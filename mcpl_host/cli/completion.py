@@ -63,6 +63,8 @@ def commands(root: argparse.ArgumentParser | None = None) -> dict[str, Command]:
 
 def _walk(node: argparse.ArgumentParser, path: str, table: dict[str, Command]) -> None:
     command = table.setdefault(path, Command())
+    # argparse has no public way to walk a parser: its actions and subparser choices
+    # are read as argparse itself reads them (stable since Python 3.2).
     for action in node._actions:
         if isinstance(action, argparse._SubParsersAction):
             helps = {choice.dest: choice.help or "" for choice in action._choices_actions}
@@ -99,9 +101,8 @@ def script(shell: str) -> str:
         return _bash(table)
     if shell == "zsh":
         return (
-            "#compdef mcpl-host\n"
             "# mcpl-host completion for zsh (through zsh's bashcompinit), made by "
-            "`mcpl-host completion zsh`.\n"
+            "`mcpl-host completion zsh`: source it from ~/.zshrc after compinit.\n"
             "autoload -U +X bashcompinit && bashcompinit\n" + _bash(table, header=False)
         )
     if shell == "fish":
