@@ -7,6 +7,7 @@ One kind per exception of mcpl_host's tree, checked most specific first (a
 
 from __future__ import annotations
 
+import signal
 from typing import Any, Final
 
 from ..protocol.errors import (
@@ -28,6 +29,7 @@ from ..protocol.redact import Redactor
 __all__ = [
     "AUTH_FAILED",
     "AUTH_REQUIRED",
+    "CANCELLED",
     "CONFIG_ERROR",
     "EXIT_AUTH_FAILED",
     "EXIT_AUTH_REQUIRED",
@@ -36,9 +38,11 @@ __all__ = [
     "EXIT_USAGE",
     "KINDS",
     "TIMEOUT",
+    "cancelled_error",
     "describe_failure",
     "error_object",
     "exit_status",
+    "signal_status",
 ]
 
 EXIT_OK: Final = 0
@@ -48,11 +52,14 @@ EXIT_USAGE: Final = 2  # bad usage or configuration
 # errors, and a shell's "command not found" family starts at 126.
 EXIT_AUTH_REQUIRED: Final = 4  # a person must log in (mcpl-host auth login), then retry
 EXIT_AUTH_FAILED: Final = 5  # the authorization server refused or broke a rule
+# Ended by signal N: 128+N, as a shell reports a command a signal killed.
+_EXIT_SIGNALLED: Final = 128
 
 CONFIG_ERROR: Final = "config-error"
 TIMEOUT: Final = "timeout"
 AUTH_REQUIRED: Final = "auth-required"
 AUTH_FAILED: Final = "auth-failed"
+CANCELLED: Final = "cancelled"  # SIGINT, SIGTERM or SIGHUP ended the command (cli/signals.py)
 # Most specific first: the first match names the kind.
 KINDS: Final[tuple[tuple[type[McplHostError], str], ...]] = (
     (AuthorizationRequired, AUTH_REQUIRED),
@@ -128,10 +135,24 @@ def describe_failure(exc: McplHostError, redactor: Redactor) -> dict[str, Any]:
     return error_object(kind, message)
 
 
+def cancelled_error(sig: signal.Signals, *, forced: bool) -> dict[str, Any]:
+    """The ``error`` of a command that ``sig`` ended: the signal's name, and whether a
+    second signal made the host kill its stdio servers at once. Raises nothing."""
+    how = "; a second signal killed the stdio servers at once" if forced else ""
+    return error_object(CANCELLED, f"cancelled by {sig.name}{how}", signal=sig.name, forced=forced)
+
+
+def signal_status(name: Any) -> int:
+    """128+N for the signal named ``name`` (``"SIGINT"``: 130), 1 for a name that is
+    none. Raises nothing."""
+    sig = signal.Signals.__members__.get(name) if isinstance(name, str) else None
+    return EXIT_FAILED if sig is None else _EXIT_SIGNALLED + sig.value
+
+
 def exit_status(report: dict[str, Any]) -> int:
     """0 for a report that is ok, 2 for a configuration error, 4 when authorization is
-    required (a person must log in), 5 when the authorization flow failed, 1 for any
-    other failure.
+    required (a person must log in), 5 when the authorization flow failed, 128+N when
+    signal N ended the command (``cancelled``), 1 for any other failure.
 
     A report of several servers (``--all``) is 1 when any of them failed, whatever the
     kind: one entry the host cannot use is that server's failure, not bad usage.
@@ -139,9 +160,11 @@ def exit_status(report: dict[str, Any]) -> int:
     """
     if report.get("ok"):
         return EXIT_OK
+    error = report.get("error")
+    if isinstance(error, dict) and error.get("kind") == CANCELLED:  # --all's too
+        return signal_status(error.get("signal"))
     if isinstance(report.get("servers"), dict):
         return EXIT_FAILED
-    error = report.get("error")
     kind = error.get("kind") if isinstance(error, dict) else None
     return _EXIT_BY_KIND.get(kind, EXIT_FAILED) if isinstance(kind, str) else EXIT_FAILED
 
