@@ -71,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 report = {"ok": False, "target": None, "error": interrupts.error()}
                 with contextlib.suppress(Signalled):
                     _emit(report, mask.redactor, json=wants_json(args), interrupts=interrupts)
-            # Else a second signal stopped the report's writing: nothing more is written.
+            else:  # a second signal stopped the report's writing: nothing more is written
+                _drop_stdout()
             return interrupts.status()
 
 
@@ -262,11 +263,16 @@ def _emit(
     try:
         _write_report(report, redactor, json=json, options=options)
     except OSError:  # EPIPE from `| head`, EIO from a terminal that hung up
-        # Python would complain again when flushing stdout at exit: point it elsewhere.
-        with contextlib.suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _drop_stdout()
         return status if _object(report.get("error")).get("kind") == CANCELLED else EXIT_FAILED
     return status
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null: what is still buffered would fail (or block) again
+    when Python flushes it at exit."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _write_report(

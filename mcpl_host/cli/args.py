@@ -263,7 +263,8 @@ def _build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
         description="Connect to an MCP server and show what it offers, or make one request.",
         epilog="Exit status: 0 success, 1 the server or transport failed, 2 bad usage or "
         "configuration, 4 authorization required (run: mcpl-host auth login TARGET), "
-        "5 the authorization flow failed. See docs/cli.md.",
+        "5 the authorization flow failed, 128+N ended by signal N (130: Ctrl-C). "
+        "See docs/cli.md.",
     )
     parser.add_argument("--version", action="version", version=f"mcpl-host {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -55,7 +55,6 @@ def configure(verbosity: int, mask: LogMask, stream: TextIO | None = None) -> No
     )
 
 
-
 class _QuietLogger(structlog.PrintLogger):
     """Drops the lines it cannot write: a log line to a closed stderr (a pipe whose
     reader left, a terminal that hung up) must not fail the code that logged it, such
