@@ -46,9 +46,10 @@ _T = TypeVar("_T")
 _Phase = Literal["start", "trio", "write"]
 
 
-class Signalled(Exception):
+class Signalled(BaseException):
     """A handled signal where there is no trio run to tell (before it, or a second one
-    while the report is written)."""
+    while the report is written). Not an Exception, as KeyboardInterrupt is not: no
+    ``except Exception`` on its way may take it for a failure of its own."""
 
 
 class Interrupts:

@@ -259,6 +259,32 @@ def test_a_signal_ends_a_login(tmp_path: Path) -> None:
     assert report["error"]["kind"] == "cancelled"
 
 
+def test_a_signal_before_anything_started(tmp_path: Path) -> None:
+    """Reading the config file (here a FIFO nobody writes), before trio runs: nothing
+    was started, and the report is still the one JSON object."""
+    fifo = tmp_path / "servers.json"
+    os.mkfifo(fifo)
+    process = _start("connect", "--json", "--config", str(fifo), "--all")
+    deadline = time.monotonic() + _DEADLINE
+    writer = None
+    while writer is None:  # opens once the command has the FIFO open for reading
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the command never opened the config file"
+        try:
+            writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # ENXIO: no reader yet
+            time.sleep(0.01)
+    try:
+        process.send_signal(signal.SIGINT)
+        out, _ = _finish(process)
+    finally:
+        os.close(writer)
+    assert process.returncode == 130
+    report = _one_object(out)
+    assert report["target"] is None
+    assert (report["error"]["kind"], report["error"]["signal"]) == ("cancelled", "SIGINT")
+
+
 # A server with a listing far bigger than a pipe holds (64 KiB), so that the report's
 # writing blocks until the test reads it.
 _BIG = """\
