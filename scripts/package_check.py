@@ -111,11 +111,17 @@ def _source_version() -> str:
     """mcpl_host.__version__ as the checkout writes it (read, not imported)."""
     tree = ast.parse((ROOT / PACKAGE / "__init__.py").read_text())
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(target, ast.Name) and target.id == "__version__" for target in node.targets
-        ):
-            assert isinstance(node.value, ast.Constant)
-            return str(node.value.value)
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else []
+        )
+        if any(isinstance(t, ast.Name) and t.id == "__version__" for t in targets):
+            value = getattr(node, "value", None)
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                return value.value
     raise SystemExit(f"package-check: no __version__ in {PACKAGE}/__init__.py")
 
 

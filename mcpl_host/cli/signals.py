@@ -56,7 +56,8 @@ class Interrupts:
     """The signals one command received, and the work the first one cancels.
 
     ``first`` is the signal that ended the command (None while none did); ``forced``
-    whether a second one killed the stdio servers at once.
+    whether a second one killed stdio servers at once (it has nothing to kill once they
+    are gone, or when there are none: HTTP and socket servers close within bounds).
     """
 
     def __init__(self) -> None:
@@ -165,5 +166,5 @@ class Interrupts:
             scope.cancel()
 
     def _force(self) -> None:
-        self.forced = True
-        kill_stdio_servers()
+        if kill_stdio_servers():
+            self.forced = True
