@@ -40,7 +40,10 @@ from .failure import cancelled_error, signal_status
 
 __all__ = ["HANDLED", "Interrupts", "Signalled"]
 
-HANDLED: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# By name: a platform without SIGHUP (Windows) handles the other two.
+HANDLED: Final[tuple[signal.Signals, ...]] = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 
 _T = TypeVar("_T")
 _Phase = Literal["start", "trio", "write"]
@@ -101,8 +104,8 @@ class Interrupts:
         return cancelled_error(self.first, forced=self.forced)
 
     def writing(self) -> None:
-        """The report is made: a signal now lets it be written whole, unless there was
-        one before it (a reader that stopped reading is not waited for twice)."""
+        """The report is made: the command's first signal now lets it be written whole;
+        its second stops the writing (a reader that stopped reading is not waited on)."""
         self.phase = "write"
 
     def run(self, fn: Callable[..., Awaitable[_T]], *args: Any) -> _T:
