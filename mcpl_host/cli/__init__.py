@@ -9,7 +9,8 @@ do one thing: :mod:`.args` (the command line), :mod:`.targets` (which servers),
 gets), :mod:`.auth` (``auth`` and the login on a terminal), :mod:`.failure` (error
 kinds, exit status), :mod:`.output` (``--json``), :mod:`.render` (the readable report),
 :mod:`.trace` (``--trace``), :mod:`.logs`, :mod:`.callargs` (``--args``, ``--arg``),
-:mod:`.outputcheck` (``outputSchema``), :mod:`.save` (``--output``), :mod:`.completion`.
+:mod:`.outputcheck` (``outputSchema``), :mod:`.save` (``--output``), :mod:`.completion`,
+:mod:`.signals` (SIGINT, SIGTERM, SIGHUP).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from .completion import script
 from .credentials import oauth_for
 from .failure import (
     AUTH_REQUIRED,
+    CANCELLED,
     CONFIG_ERROR,
     EXIT_FAILED,
     EXIT_OK,
@@ -58,11 +60,10 @@ from .output import write_json
 from .render import Style, render_call, render_connect, render_many, terminal_width
 from .run import Settings, run_server
 from .save import SaveError, save
+from .signals import Interrupts, Signalled
 from .targets import Plan, Planned, resolve
 
 __all__ = ["main"]
-
-_INTERRUPTED = 130  # the shell's convention for a command ended by SIGINT
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -70,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     0 success, 1 the server failed the request or broke the protocol, 2 bad usage or
     configuration, 3 the tool answered ``isError: true``, 4 authorization required (a
     person must log in), 5 the authorization flow failed, 6 the server could not be
-    reached (:func:`.failure.exit_status`).
+    reached (:func:`.failure.exit_status`), 128+N ended by signal N (SIGINT, SIGTERM,
+    SIGHUP: :mod:`.signals`).
 
     Writes the report on stdout, logs and ``--trace`` on stderr. Raises nothing but
     ``SystemExit`` for ``--help``.
@@ -78,6 +80,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     mask = logs.LogMask(Redactor(secret_values(args)))
     logs.configure(0, mask)  # before anything can log (unconfigured structlog uses stdout)
+    interrupts = Interrupts()
+    with interrupts.installed():
+        try:
+            return _main(args, mask, interrupts)
+        except Signalled:
+            if interrupts.phase == "start":  # nothing was started: only the report to write
+                report = {"ok": False, "target": None, "error": interrupts.error()}
+                with contextlib.suppress(Signalled):
+                    _emit(report, mask.redactor, json=wants_json(args), interrupts=interrupts)
+            else:  # a second signal stopped the report's writing: nothing more is written
+                _drop_stdout()
+            return interrupts.status()
+
+
+def _main(args: list[str], mask: logs.LogMask, interrupts: Interrupts) -> int:
     try:
         options = parse(args)
     except UsageError as exc:
@@ -88,6 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 {"ok": False, "target": None, "error": error_object(CONFIG_ERROR, message)},
                 mask.redactor,
                 json=True,
+                interrupts=interrupts,
             )
         return EXIT_USAGE
     if isinstance(options, CompletionOptions):
@@ -95,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     logs.configure(options.verbosity, mask)
     if isinstance(options, AuthOptions):
-        return _auth(options, mask)
+        return _auth(options, mask, interrupts)
     store = user_store()
     try:
         if options.versions is not None:
@@ -103,20 +121,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan = resolve(options, store)
     except ConfigurationError as exc:
         report = {"ok": False, "target": None, "error": describe_failure(exc, mask.redactor)}
-        return _emit(report, mask.redactor, json=options.json)
+        return _emit(report, mask.redactor, json=options.json, interrupts=interrupts)
     mask.redactor = Redactor([*mask.redactor.secrets, *plan.redactor.secrets])
     redactors: list[Redactor] = []
-    try:
-        report = trio.run(_run, options, plan, _Run(store, mask, redactors))
-    except KeyboardInterrupt:
-        sys.stderr.write("mcpl-host: interrupted\n")
-        return _INTERRUPTED
+    report = interrupts.run(_run, options, plan, _Run(store, mask, redactors, interrupts))
     # What the connections learnt while connected (tokens) is masked in the report too.
     learnt = [secret for redactor in redactors for secret in redactor.secrets]
     mask.redactor = Redactor([*mask.redactor.secrets, *learnt])
     if options.call is not None and options.call.output is not None and "result" in report:
         _save(report, options.call)
-    return _emit(report, mask.redactor, json=options.json, options=options)
+    return _emit(report, mask.redactor, json=options.json, options=options, interrupts=interrupts)
 
 
 def _save(report: dict[str, Any], call: Call) -> None:
@@ -139,6 +153,7 @@ class _Run:
     store: TokenStore
     mask: logs.LogMask
     redactors: list[Redactor]
+    interrupts: Interrupts
 
 
 async def _run(options: Options, plan: Plan, shared: _Run) -> dict[str, Any]:
@@ -150,6 +165,7 @@ async def _run(options: Options, plan: Plan, shared: _Run) -> dict[str, Any]:
         label_traces=len(plan.servers) > 1 or plan.from_config,
         on_progress=None if options.json else partial(_print_progress, sys.stderr),
         redactors=shared.redactors,
+        interrupts=shared.interrupts,
     )
     if not options.all_servers:
         planned = plan.servers[0]
@@ -172,7 +188,13 @@ async def _run(options: Options, plan: Plan, shared: _Run) -> dict[str, Any]:
     summary: dict[str, Any] = {"ok": all(r["ok"] for r in ordered.values()), "servers": ordered}
     if plan.skipped:
         summary["skipped"] = plan.skipped
+    if any(_object(r.get("error")).get("kind") == CANCELLED for r in ordered.values()):
+        summary["error"] = shared.interrupts.error()  # what ended the command, for its status
     return summary
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _needs_login(report: dict[str, Any], planned: Planned) -> bool:
@@ -198,7 +220,7 @@ async def _login_and_retry(
         sys.stderr.flush()
     found = auth.AuthTarget(target.url, planned.label, planned.auth, planned.secrets)
     login = auth.LoginSettings(trace=settings.trace, started=settings.started)
-    outcome = await auth.login(found, shared.store, login, shared.mask.redactor)
+    outcome = await _login(shared.interrupts, found, shared.store, login, shared.mask.redactor)
     if not outcome["ok"]:
         return {"ok": False, "target": planned.label, "error": outcome["error"]}
     # A new OAuth: the first one remembers the client it found before the login.
@@ -206,7 +228,20 @@ async def _login_and_retry(
     return await run_server(dataclasses.replace(planned, target=fresh), settings, call)
 
 
-def _auth(options: AuthOptions, mask: logs.LogMask) -> int:
+async def _login(
+    interrupts: Interrupts,
+    target: auth.AuthTarget,
+    store: TokenStore,
+    settings: auth.LoginSettings,
+    redactor: Redactor,
+) -> dict[str, Any]:
+    """:func:`auth.login`, which a signal cancels (its loopback listener closed)."""
+    with interrupts.cancellable():
+        return await auth.login(target, store, settings, redactor)
+    return {"ok": False, "target": target.label, "error": interrupts.error()}
+
+
+def _auth(options: AuthOptions, mask: logs.LogMask, interrupts: Interrupts) -> int:
     """``mcpl-host auth login|status|logout``."""
     try:
         target = auth.auth_target(options)
@@ -223,7 +258,7 @@ def _auth(options: AuthOptions, mask: logs.LogMask) -> int:
                 trace=sys.stderr if options.trace else None,
                 started=time.perf_counter(),
             )
-            report = trio.run(auth.login, target, store, settings, mask.redactor)
+            report = interrupts.run(_login, interrupts, target, store, settings, mask.redactor)
         elif options.action == "status":
             report = auth.status(target, store)
         else:
@@ -233,10 +268,7 @@ def _auth(options: AuthOptions, mask: logs.LogMask) -> int:
     except OSError as exc:  # the token file could not be written
         message = f"cannot change the token file: {exc.strerror or type(exc).__name__}"
         report = {"ok": False, "target": None, "error": error_object(CONFIG_ERROR, message)}
-    except KeyboardInterrupt:
-        sys.stderr.write("mcpl-host: interrupted\n")
-        return _INTERRUPTED
-    return _emit(report, mask.redactor, json=options.json, options=options)
+    return _emit(report, mask.redactor, json=options.json, options=options, interrupts=interrupts)
 
 
 def _print_progress(
@@ -255,18 +287,29 @@ def _emit(
     redactor: Redactor,
     *,
     json: bool,
+    interrupts: Interrupts,
     options: Options | AuthOptions | None = None,
 ) -> int:
     """Write the report on stdout; return the exit status it means (1 when stdout was
-    closed before the report was whole, as by ``| head``)."""
+    closed before the report was whole, as by ``| head``, unless a signal ended the
+    command: its 128+N stands). Raises :class:`Signalled` when a second signal stops
+    the writing."""
+    call = getattr(options, "call", None)
+    status = exit_status(report, call.method if isinstance(call, Call) else None)
+    interrupts.writing()
     try:
         _write_report(report, redactor, json=json, options=options)
-    except BrokenPipeError:
-        # Python would complain again when flushing stdout at exit: point it elsewhere.
+    except OSError:  # EPIPE from `| head`, EIO from a terminal that hung up
+        _drop_stdout()
+        return status if _object(report.get("error")).get("kind") == CANCELLED else EXIT_FAILED
+    return status
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null: what is still buffered would fail (or block) again
+    when Python flushes it at exit."""
+    with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_FAILED
-    call = getattr(options, "call", None)
-    return exit_status(report, call.method if isinstance(call, Call) else None)
 
 
 def _write_report(

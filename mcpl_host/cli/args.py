@@ -51,7 +51,7 @@ _EXIT_STATUS: Final = (
     "Exit status: 0 success, 1 the server failed the request or broke the protocol, "
     "2 bad usage or configuration, 3 the tool answered isError: true, 4 authorization "
     "required (run: mcpl-host auth login TARGET), 5 the authorization flow failed, 6 the "
-    "server could not be reached. See docs/cli.md."
+    "server could not be reached, 128+N ended by signal N (130: Ctrl-C). See docs/cli.md."
 )
 
 

@@ -7,6 +7,7 @@ One kind per exception of mcpl_host's tree, checked most specific first (a
 
 from __future__ import annotations
 
+import signal
 from typing import Any, Final
 
 from ..protocol.errors import (
@@ -30,6 +31,7 @@ from .jsonvalue import tool_error
 __all__ = [
     "AUTH_FAILED",
     "AUTH_REQUIRED",
+    "CANCELLED",
     "CONFIG_ERROR",
     "EXIT_AUTH_FAILED",
     "EXIT_AUTH_REQUIRED",
@@ -42,9 +44,11 @@ __all__ = [
     "OUTPUT_SCHEMA_MISMATCH",
     "SAVE_FAILED",
     "TIMEOUT",
+    "cancelled_error",
     "describe_failure",
     "error_object",
     "exit_status",
+    "signal_status",
 ]
 
 EXIT_OK: Final = 0
@@ -54,6 +58,8 @@ EXIT_TOOL_ERROR: Final = 3  # the call succeeded and the tool said it failed (is
 EXIT_AUTH_REQUIRED: Final = 4  # a person must log in (mcpl-host auth login), then retry
 EXIT_AUTH_FAILED: Final = 5  # the authorization server refused or broke a rule
 EXIT_UNREACHABLE: Final = 6  # no server answered: nothing to retry but the target itself
+# Ended by signal N: 128+N, as a shell reports a command a signal killed.
+_EXIT_SIGNALLED: Final = 128
 
 CONFIG_ERROR: Final = "config-error"
 TIMEOUT: Final = "timeout"
@@ -61,6 +67,7 @@ AUTH_REQUIRED: Final = "auth-required"
 AUTH_FAILED: Final = "auth-failed"
 OUTPUT_SCHEMA_MISMATCH: Final = "output-schema-mismatch"
 SAVE_FAILED: Final = "save-failed"  # --output could not save the result's content
+CANCELLED: Final = "cancelled"  # SIGINT, SIGTERM or SIGHUP ended the command (cli/signals.py)
 _SPAWN_FAILED: Final = "spawn-failed"
 _TRANSPORT_CLOSED: Final = "transport-closed"
 # Most specific first: the first match names the kind.
@@ -157,12 +164,26 @@ def describe_failure(exc: McplHostError, redactor: Redactor) -> dict[str, Any]:
     return error_object(kind, message)
 
 
+def cancelled_error(sig: signal.Signals, *, forced: bool) -> dict[str, Any]:
+    """The ``error`` of a command that ``sig`` ended: the signal's name, and whether a
+    second signal made the host kill its stdio servers at once. Raises nothing."""
+    how = "; a second signal killed the stdio servers at once" if forced else ""
+    return error_object(CANCELLED, f"cancelled by {sig.name}{how}", signal=sig.name, forced=forced)
+
+
+def signal_status(name: Any) -> int:
+    """128+N for the signal named ``name`` (``"SIGINT"``: 130), 1 for a name that is
+    none. Raises nothing."""
+    sig = signal.Signals.__members__.get(name) if isinstance(name, str) else None
+    return EXIT_FAILED if sig is None else _EXIT_SIGNALLED + sig.value
+
+
 def exit_status(report: dict[str, Any], method: str | None = None) -> int:
     """The exit status ``report`` means (docs/cli.md, "Error kinds and exit status"):
     0 ok; 3 ok, but ``method`` is ``tools/call`` and the result says ``isError: true``;
     2 a configuration error; 4 authorization required; 5 the authorization flow
-    failed; 6 the server could not be reached (:func:`unreachable`); 1 any other
-    failure.
+    failed; 6 the server could not be reached (:func:`unreachable`); 128+N signal N
+    ended the command (``cancelled``, also a whole ``--all``); 1 any other failure.
 
     A report of several servers (``--all``) is 0 when every server's is ok, else the
     first of 4, 5, 6 and 1 that some failed server's status is, in that order (what a
@@ -170,6 +191,9 @@ def exit_status(report: dict[str, Any], method: str | None = None) -> int:
     cannot use (a ``config-error`` of that server) counts as 1: it is that server's
     failure, not bad usage. Raises nothing.
     """
+    error = report.get("error")
+    if isinstance(error, dict) and error.get("kind") == CANCELLED:
+        return signal_status(error.get("signal"))
     servers = report.get("servers")
     if isinstance(servers, dict):
         found = {exit_status(entry) for entry in servers.values() if isinstance(entry, dict)}
@@ -181,7 +205,6 @@ def exit_status(report: dict[str, Any], method: str | None = None) -> int:
         if method == "tools/call" and tool_error(report.get("result")):
             return EXIT_TOOL_ERROR
         return EXIT_OK
-    error = report.get("error")
     if not isinstance(error, dict):
         return EXIT_FAILED
     if unreachable(report, error):

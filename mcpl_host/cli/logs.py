@@ -7,6 +7,7 @@ of one object there, so :func:`configure` runs before anything can log.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from typing import Any, Final, TextIO
@@ -49,6 +50,19 @@ def configure(verbosity: int, mask: LogMask, stream: TextIO | None = None) -> No
             render,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
+        logger_factory=lambda *_args: _QuietLogger(stream or sys.stderr),
         cache_logger_on_first_use=False,
     )
+
+
+class _QuietLogger(structlog.PrintLogger):
+    """Drops the lines it cannot write: a log line to a closed stderr (a pipe whose
+    reader left, a terminal that hung up) must not fail the code that logged it, such
+    as a server's shutdown."""
+
+    def msg(self, message: str) -> None:
+        with contextlib.suppress(OSError, ValueError):  # ValueError: a closed file object
+            super().msg(message)
+
+    log = debug = info = warn = warning = msg
+    fatal = failure = err = error = critical = exception = msg

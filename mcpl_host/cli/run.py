@@ -35,6 +35,7 @@ from .args import Call
 from .failure import CONFIG_ERROR, OUTPUT_SCHEMA_MISMATCH, describe_failure, error_object
 from .jsonvalue import tool_outcome
 from .outputcheck import MISMATCHED, check_output
+from .signals import Interrupts
 from .targets import Planned
 from .trace import WireWatch
 
@@ -68,15 +69,29 @@ class Settings:
     label_traces: bool = False
     on_progress: ProgressPrinter | None = None
     redactors: list[Redactor] | None = None
+    interrupts: Interrupts | None = None
 
 
 async def run_server(planned: Planned, settings: Settings, call: Call | None) -> dict[str, Any]:
-    """Connect to ``planned``, list or call, close; return the report. Raises nothing
-    but cancellation (and KeyboardInterrupt)."""
+    """Connect to ``planned``, list or call, close; return the report. A signal of
+    ``settings.interrupts`` cancels the run: the server is closed (a stdio server
+    reaped) and the report is ``cancelled``, with what was known. Raises nothing but
+    the caller's cancellation."""
     if planned.target is None:
         assert planned.problem is not None
         return _failed(planned, error_object(CONFIG_ERROR, planned.problem))
-    return await _ServerRun(planned, settings).report(call)
+    server_run = _ServerRun(planned, settings)
+    interrupts = settings.interrupts
+    if interrupts is None:
+        return await server_run.report(call)
+    report: dict[str, Any] | None = None
+    with interrupts.cancellable() as scope:
+        report = await server_run.report(call)
+    # A failure once the signal came is the cancellation's doing (the connection was
+    # closed under the request); a report finished before it stands.
+    if report is None or (scope.cancel_called and not report["ok"]):
+        return server_run.cancelled(interrupts.error())
+    return report
 
 
 class _ServerRun:
@@ -93,6 +108,7 @@ class _ServerRun:
         )
         self.known: dict[str, Any] = {}
         self.method: str | None = None  # the request under way, named in its failure
+        self.redactor = Redactor(planned.secrets)  # the connection's, once it is made
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, StderrLine):
@@ -116,7 +132,7 @@ class _ServerRun:
             )
         except McplHostError as exc:  # a bad allowlist or target: nothing was started
             return _failed(planned, describe_failure(exc, Redactor(planned.secrets)))
-        self.watch.redactor = conn.redactor
+        self.watch.redactor = self.redactor = conn.redactor
         if settings.redactors is not None:
             settings.redactors.append(conn.redactor)
         error: dict[str, Any] | None = None
@@ -138,9 +154,19 @@ class _ServerRun:
                 finally:
                     await conn.aclose()
         assert error is not None  # every way out of the nursery without a report sets it
-        report = _failed(planned, error, self.known)
-        if isinstance(planned.target, StdioTarget):
-            report["stderr"] = [conn.redactor.log_value(line) for line in self.stderr_tail]
+        return self._failure(error)
+
+    def cancelled(self, error: dict[str, Any]) -> dict[str, Any]:
+        """The report of a run a signal ended (``error``: its ``cancelled``), naming the
+        request it ended after the handshake."""
+        if self.method is not None:
+            error["method"] = self.method
+        return self._failure(error)
+
+    def _failure(self, error: dict[str, Any]) -> dict[str, Any]:
+        report = _failed(self.planned, error, self.known)
+        if isinstance(self.planned.target, StdioTarget):
+            report["stderr"] = [self.redactor.log_value(line) for line in self.stderr_tail]
         return report
 
     def _describe(self, exc: McplHostError, redactor: Redactor) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from ._process_group import group_alive, reap_adopted, signal_group
 from .environment import child_environment
 from .targets import StdioTarget, describe
 
-__all__ = ["StdioTransport", "open_stdio"]
+__all__ = ["StdioTransport", "kill_stdio_servers", "open_stdio"]
 
 _log = get_logger("mcpl_host.transports")
 
@@ -53,6 +53,17 @@ _KILL_SETTLE: Final = 2.0
 _DRAIN_AFTER_EXIT: Final = 1024 * 1024
 _POLL_FIRST: Final = 0.005
 _POLL_MAX: Final = 0.05
+
+
+def kill_stdio_servers() -> int:
+    """SIGKILL the process group of every stdio server this process has running (spawned
+    and not yet fully shut down); return how many were signalled.
+
+    For a host that must end now (a second Ctrl-C): each server's shutdown under way, or
+    its next ``aclose()``, then reaps at once instead of waiting out its graces.
+    Synchronous, so a signal's handler may call it. Raises nothing.
+    """
+    return sum(transport.kill() for transport in list(_RUNNING))
 
 
 class StdioTransport:
@@ -89,6 +100,8 @@ class StdioTransport:
         self._close_started = False
         self._closed = trio.Event()
         self._stderr_done = trio.Event()
+        self._killed = False
+        _RUNNING.add(self)
 
     @property
     def returncode(self) -> int | None:
@@ -115,13 +128,27 @@ class StdioTransport:
             with trio.CancelScope(shield=True):
                 await self._shut_down(_seconds(grace), _seconds(term_grace))
         finally:
+            _RUNNING.discard(self)
             self._closed.set()
+
+    def kill(self) -> bool:
+        """SIGKILL the server's process group now, and make the shutdown (under way or
+        to come) skip its graces; false when nothing was left to signal. Raises nothing.
+        """
+        self._killed = True
+        # While the leader is not reaped its pid, the group's id, cannot be reused.
+        if self.process.returncode is None or group_alive(self._pgid):
+            return signal_group(self._pgid, signal.SIGKILL)
+        return False
 
     async def _shut_down(self, grace: float, term_grace: float) -> None:
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             await self.stream.close_send()
         how = "exited"
-        if not await self._leader_exited_within(grace):
+        if self._killed:  # killed before its shutdown began: no graces
+            signal_group(self._pgid, signal.SIGKILL)
+            await self.process.wait()
+        elif not await self._leader_exited_within(grace):
             how = "terminated"
             self._log.debug("stdio server ignored end of input; sending SIGTERM")
             signal_group(self._pgid, signal.SIGTERM)
@@ -130,6 +157,8 @@ class StdioTransport:
                 self._log.debug("stdio server ignored SIGTERM; sending SIGKILL")
                 signal_group(self._pgid, signal.SIGKILL)
                 await self.process.wait()
+        if self._killed:  # by kill(), before or during the graces
+            how = "killed"
         await self._sweep_group(term_grace)
         with trio.move_on_after(_STDERR_DRAIN):
             await self._stderr_done.wait()
@@ -149,9 +178,10 @@ class StdioTransport:
         if not group_alive(self._pgid):
             return
         self._log.info("stdio server left processes running; terminating its process group")
-        signal_group(self._pgid, signal.SIGTERM)
-        if await self._group_gone_within(term_grace):
-            return
+        if not self._killed:
+            signal_group(self._pgid, signal.SIGTERM)
+            if await self._group_gone_within(term_grace):
+                return
         signal_group(self._pgid, signal.SIGKILL)
         if not await self._group_gone_within(_KILL_SETTLE):
             self._log.warning("processes of the stdio server's group survived SIGKILL")
@@ -268,6 +298,10 @@ async def open_stdio(
         raise
     transport._log.info("stdio server started")
     return transport
+
+
+# Every transport whose shutdown has not finished, for kill_stdio_servers.
+_RUNNING: Final[set[StdioTransport]] = set()
 
 
 def _spawn_failure(target: StdioTarget, exc: OSError, redactor: Redactor) -> str:

@@ -7,6 +7,7 @@ import shlex
 import signal
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,8 @@ from structlog.testing import capture_logs
 from mcpl_host.protocol.errors import SpawnError
 from mcpl_host.protocol.redact import REDACTION_MARK, Redactor
 from mcpl_host.transports import open_transport
-from mcpl_host.transports.stdio import StdioTransport, open_stdio
+from mcpl_host.transports import stdio as stdio_module
+from mcpl_host.transports.stdio import StdioTransport, kill_stdio_servers, open_stdio
 from mcpl_host.transports.targets import StdioTarget, redactor_for
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX")
@@ -347,6 +349,43 @@ async def test_a_wrapper_and_grandchild_ignoring_everything_are_all_killed() -> 
     assert transport.returncode == -signal.SIGKILL
     stat = proc_stat(grandchild)
     assert stat is None or stat[0] == "Z"
+    assert_group_gone(transport.pid)
+
+
+async def test_kill_during_the_shutdown_skips_its_graces() -> None:
+    """A host that must end now (a second Ctrl-C) kills every server whose shutdown has
+    not finished: the shutdown under way waits out no grace, and still reaps all."""
+    target = wrapper(STUBBORN, "trap '' TERM; wait")
+    with trio.fail_after(10), capture_logs() as logs:
+        async with trio.open_nursery() as nursery:
+            transport = await spawn(nursery, target)
+            pid_line, _ready = await read_lines(transport.stream, 2)
+            grandchild = int(pid_line)
+            started = time.monotonic()
+            # Graces long enough that only kill() can end this in time.
+            nursery.start_soon(partial(transport.aclose, grace=30, term_grace=30))
+            await trio.sleep(0.1)  # the shutdown has closed stdin and waits its grace
+            assert kill_stdio_servers() >= 1
+        assert time.monotonic() - started < 3
+    assert transport.returncode == -signal.SIGKILL
+    assert [e["how"] for e in logs if e["event"] == "stdio server closed"] == ["killed"]
+    stat = proc_stat(grandchild)
+    assert stat is None or stat[0] == "Z"
+    assert_group_gone(transport.pid)
+    assert transport.kill() is False  # closed: nothing left, and no longer listed
+    assert transport not in stdio_module._RUNNING
+
+
+async def test_a_server_killed_before_its_shutdown_is_closed_without_graces() -> None:
+    with trio.fail_after(10), capture_logs():
+        async with trio.open_nursery() as nursery:
+            transport = await spawn(nursery, python(STUBBORN))
+            assert await read_lines(transport.stream, 1) == [b"ready"]
+            assert transport.kill() is True
+            started = time.monotonic()
+            await transport.aclose(grace=30, term_grace=30)
+            assert time.monotonic() - started < 3
+    assert transport.returncode == -signal.SIGKILL
     assert_group_gone(transport.pid)
 
 
