@@ -527,11 +527,20 @@ _ENV_INSTEAD: Final = {
 }
 
 
+def _which_target(ns: argparse.Namespace) -> str:
+    """The target given, as a message about an option that does not go with it says it."""
+    if ns.url is not None:
+        return _kind_of(ns.url)
+    if ns.demo:
+        return "--demo (a stdio server: give its credentials with --env KEY=VALUE)"
+    if ns.config is not None:
+        return "--config (a config entry's headers and auth go in the file)"
+    return "-- CMD (a stdio server: give its credentials with --env KEY=VALUE)"
+
+
 def _kind_of(url: str) -> str:
     lowered = url.lower()
-    return next(
-        (kind for prefix, kind in _KINDS if lowered.startswith(prefix)), "of no known kind"
-    )
+    return next((kind for prefix, kind in _KINDS if lowered.startswith(prefix)), "of no known kind")
 
 
 def _looks_like_a_command(url: str) -> bool:
@@ -592,16 +601,10 @@ def _headers(
     if not given and ns.bearer is None and ns.bearer_env is None:
         return {}
     if not _is_http(ns.url, sse=True):
-        given = (
-            _kind_of(ns.url)
-            if ns.url is not None
-            else "--demo (a stdio server: give its credentials with --env KEY=VALUE)"
-            if ns.demo
-            else "--config (a config entry's headers and auth go in the file)"
-            if ns.config is not None
-            else "-- CMD (a stdio server: give its credentials with --env KEY=VALUE)"
+        sub.error(
+            f"{_HTTP_OPTIONS} are for an http(s):// or sse+http(s):// TARGET, "
+            f"not {_which_target(ns)}"
         )
-        sub.error(f"{_HTTP_OPTIONS} are for an http(s):// or sse+http(s):// TARGET, not {given}")
     headers: dict[str, str] = {}
     for name, value in given:
         same = [n for n in headers if n.lower() == name.lower()]

@@ -57,6 +57,8 @@ TOOLS = [
     {{"name": HOSTILE, "inputSchema": {{"type": "object",
           "properties": {{"ar\\x1b]0;owned\\x07g": {{"type": "string"}}}}}}}},
     {{"name": "t" * 100000, "inputSchema": {{"type": "object"}}}},
+    {{"name": "wide", "inputSchema": {{"type": "object",
+          "properties": {{"w" * 5000 + str(i): {{}} for i in range(10)}}}}}},
 ]
 LISTS = {{
     "tools/list": {{"tools": TOOLS}},
@@ -137,22 +139,23 @@ def test_identifiers_are_whole_on_a_terminal_of_any_width(
     # A URI and a template are never cut nor broken: a line of their own when too long.
     assert f"  {LONG_URI}\n" in out
     assert TEMPLATE in out
-    tools = section(out, "tools (7)")
+    tools = section(out, "tools (8)")
     # A signature too long for the line is wrapped between its arguments, never inside one.
     joined = " ".join(line.strip() for line in tools)
     assert SEARCH in joined
     assert "noargs()" in joined
-    assert 'matrix(rows: (number|null)[][], options?: object, choice?: integer|boolean[])' in joined
+    assert "matrix(rows: (number|null)[][], options?: object, choice?: integer|boolean[])" in joined
     assert PROMPT in " ".join(line.strip() for line in section(out, "prompts (1)"))
     # Descriptions (prose) are cut to the terminal's width; only an identifier longer
     # than the line is left for the terminal to fold.
     for line in out.split("\n"):
         if len(line) > columns:
             assert "  " not in line.strip(), line  # one identifier, or one argument, alone
-    assert "Search the index for documents; Search" in out
-    assert "The quarterly report, in full. " * 6 not in out
-    if columns == 200:
-        assert f"  {SEARCH}  Search the index" in out
+    assert "Search the index" in out
+    assert ("Search the index for documents; " * 8).strip() not in out
+    assert ("The quarterly report, in full. " * 6).strip() not in out
+    if columns == 200:  # longer than the column: a line of its own, the description under it
+        assert f"  {SEARCH}\n" in out
 
 
 def test_identifiers_and_prose_are_whole_when_piped(listing_server: list[str]) -> None:
@@ -166,7 +169,10 @@ def test_identifiers_and_prose_are_whole_when_piped(listing_server: list[str]) -
     assert any(line.startswith(f"  {SEARCH}  Search the index") for line in lines)
     search = next(line for line in lines if line.startswith(f"  {SEARCH}"))
     assert search.endswith(("Search the index for documents; " * 8).strip())
-    assert f"  {LONG_URI}  report [text/plain] " + ("The quarterly report, in full. " * 6).strip() in lines
+    assert (
+        f"  {LONG_URI}  report [text/plain] " + ("The quarterly report, in full. " * 6).strip()
+        in lines
+    )
     assert any(line.startswith(f"  {TEMPLATE}  comments Comments on an issue.") for line in lines)
     assert any(line.startswith(f"  {PROMPT}  Review code.") for line in lines)
     # The server's instructions and every other paragraph: not wrapped either.
@@ -183,14 +189,54 @@ def test_hostile_schemas_and_identifiers_are_bounded_and_escaped(listing_server:
     # Thousands of properties: the first 64, then an ellipsis.
     many = next(line for line in out.split("\n") if line.startswith("  many("))
     assert "p0?: boolean, p1?: boolean" in many
-    assert "p63?: boolean, …)" in many and "p64" not in many
+    assert "p63?: boolean, …)" in many
+    assert "p64" not in many
     # Nesting past a bound: an ellipsis where the rest would be.
     assert "  deep(x?: …[][][][][])" in out
     # An absurd identifier is cut at its bound (4096 characters), marked.
     huge = next(line for line in out.split("\n") if line.startswith("  ttt"))
-    assert huge.startswith("  " + "t" * 4000) and "…[cut]" in huge
+    assert huge.startswith("  " + "t" * 4000)
+    assert "…[cut]" in huge
     assert len(huge) < 4200
+    # So is a signature of absurd argument names, after a few.
+    wide = next(line for line in out.split("\n") if line.startswith("  wide("))
+    assert wide.endswith(", …)")
+    assert len(wide) < 13_000
     # --json is unchanged: the schema whole.
     report, done = run_json("connect", "--json", "--", *listing_server)
     assert len(report["tools"][3]["inputSchema"]["properties"]) == 5000
     assert report["tools"][6]["name"] == HUGE
+
+
+def test_resource_links_and_embedded_resources_are_printed_alike(tmp_path: Path) -> None:
+    content = [
+        {"type": "resource_link", "uri": LONG_URI, "name": "report", "mimeType": "text/plain"},
+        {"type": "resource", "resource": {"uri": "file:///a.txt", "text": "line one\nline two"}},
+        {"type": "resource", "resource": {"uri": "x://b", "mimeType": "image/png", "blob": "AAAA"}},
+    ]
+    argv = server(
+        tmp_path,
+        "linking",
+        f"""
+        for line in sys.stdin:
+            request = json.loads(line)
+            if refused_discover(request):
+                continue
+            if request.get("method") == "initialize":
+                initialized(request)
+            elif request.get("method") == "tools/call":
+                send({{"jsonrpc": "2.0", "id": request["id"],
+                      "result": {{"content": {content!r}}}}})
+        """,
+    )
+    done = run("call", "--tool", "t", "--", *argv)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.split("\n")
+    at = lines.index(f"[resource link] {LONG_URI}  report [text/plain]")
+    assert lines[at + 1 : at + 6] == [
+        "[resource] file:///a.txt",
+        "line one",
+        "line two",
+        "[resource] x://b [image/png]",
+        "[blob, 4 characters of base64]",
+    ]

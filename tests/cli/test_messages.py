@@ -27,7 +27,15 @@ def names_every_kind(text: str) -> None:
 
 @pytest.mark.parametrize(
     "command",
-    [[], ["connect"], ["call"], ["auth"], ["auth", "login"], ["auth", "status"], ["auth", "logout"]],
+    [
+        [],
+        ["connect"],
+        ["call"],
+        ["auth"],
+        ["auth", "login"],
+        ["auth", "status"],
+        ["auth", "logout"],
+    ],
 )
 def test_every_help_names_every_kind_of_target(command: list[str]) -> None:
     done = run(*command, "--help")
@@ -60,7 +68,17 @@ def test_every_target_error_names_every_kind(args: list[str]) -> None:
         (["connect", "python", "server.py"], "mcpl-host connect -- python server.py"),
         (["connect", "uvx"], "mcpl-host connect -- uvx"),
         (
-            ["call", "--tool", "echo", "--args", '{"a": 1}', "node", "dist/index.js", "--port", "3"],
+            [
+                "call",
+                "--tool",
+                "echo",
+                "--args",
+                '{"a": 1}',
+                "node",
+                "dist/index.js",
+                "--port",
+                "3",
+            ],
             "mcpl-host call --tool echo --args '{\"a\": 1}' -- node dist/index.js --port 3",
         ),
         (["connect", "./my server"], "mcpl-host connect -- './my server'"),
