@@ -8,9 +8,9 @@ do one thing: :mod:`.args` (the command line), :mod:`.targets` (which servers),
 :mod:`.run` (connecting and the report), :mod:`.credentials` (the OAuth an HTTP server
 gets), :mod:`.auth` (``auth`` and the login on a terminal), :mod:`.failure` (error
 kinds, exit status), :mod:`.output` (``--json``), :mod:`.render` (the readable report),
-:mod:`.trace` (``--trace``), :mod:`.logs`, :mod:`.callargs` (``--args``, ``--arg``),
-:mod:`.outputcheck` (``outputSchema``), :mod:`.save` (``--output``), :mod:`.completion`,
-:mod:`.signals` (SIGINT, SIGTERM, SIGHUP).
+:mod:`.signature` (a tool's signature in it), :mod:`.trace` (``--trace``), :mod:`.logs`,
+:mod:`.callargs` (``--args``, ``--arg``), :mod:`.outputcheck` (``outputSchema``),
+:mod:`.save` (``--output``), :mod:`.completion`, :mod:`.signals` (SIGINT, SIGTERM, SIGHUP).
 """
 
 from __future__ import annotations

@@ -10,18 +10,21 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
 from .. import __version__
+from ..protocol.redact import Redactor
 from .callargs import ArgumentsError, arguments
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "LOGIN_TIMEOUT",
     "SHELLS",
+    "TARGET_KINDS",
     "AuthOptions",
     "Call",
     "CompletionOptions",
@@ -52,6 +55,20 @@ _EXIT_STATUS: Final = (
     "2 bad usage or configuration, 3 the tool answered isError: true, 4 authorization "
     "required (run: mcpl-host auth login TARGET), 5 the authorization flow failed, 6 the "
     "server could not be reached, 128+N ended by signal N (130: Ctrl-C). See docs/cli.md."
+)
+# Every way of naming a server, for the help and for every message about targets.
+TARGET_KINDS: Final = (
+    "-- CMD [ARGS...] (a stdio server: the program and its arguments, after --), "
+    "tcp://HOST:PORT, unix:PATH, ws(s)://HOST[:PORT][/PATH], http(s)://HOST[:PORT][/PATH], "
+    "sse+http(s)://HOST[:PORT][/PATH] (the legacy HTTP+SSE transport), --demo (the "
+    "bundled demo server), or --config FILE (a server of a config file)"
+)
+_AUTH_TARGETS: Final = (
+    "Only HTTP servers log in with OAuth: give the http(s):// URL (for an "
+    "sse+http(s):// TARGET, the same URL without sse+), or --config FILE --server NAME. "
+    "The other targets of connect and call (-- CMD [ARGS...] for a stdio server, "
+    "tcp://HOST:PORT, unix:PATH, ws(s)://, --demo) take no login: a stdio server's "
+    "credentials go in --env or its config entry's env."
 )
 
 
@@ -252,15 +269,15 @@ def _add_common(parser: argparse.ArgumentParser, *, many: bool) -> None:
     )
     where = parser.add_argument_group(
         "target (one of)",
-        "TARGET is tcp://HOST:PORT, unix:PATH, ws(s)://... or http(s)://...; or "
-        "'-- CMD [ARGS...]' for a stdio server (last on the line: everything after -- is "
-        "the server's command line)",
+        f"The server is one of: {TARGET_KINDS}. -- CMD comes last on the line: everything "
+        "after -- is the server's command line, its own --flags included.",
     )
     where.add_argument(
         "url",
         nargs="?",
         metavar="TARGET",
-        help="tcp://HOST:PORT, unix:PATH, ws(s)://HOST/PATH or http(s)://HOST/PATH",
+        help="tcp://HOST:PORT, unix:PATH, ws(s)://HOST/PATH, http(s)://HOST/PATH or "
+        "sse+http(s)://HOST/PATH",
     )
     where.add_argument("--demo", action="store_true", help="the bundled demo server")
     where.add_argument(
@@ -280,7 +297,8 @@ def _build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
     parser = _Parser(
         prog="mcpl-host",
         allow_abbrev=False,
-        description="Connect to an MCP server and show what it offers, or make one request.",
+        description="Connect to an MCP server and show what it offers, or make one request. "
+        f"The server is one of: {TARGET_KINDS}.",
         epilog=_EXIT_STATUS,
     )
     parser.add_argument("--version", action="version", version=f"mcpl-host {__version__}")
@@ -330,7 +348,7 @@ def _build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
         help="log in to an HTTP server that needs OAuth, see or forget stored tokens",
         description="OAuth for HTTP servers: tokens are kept in the user's token file "
         "($MCPL_HOST_AUTH_FILE, else $XDG_STATE_HOME/mcpl-host/auth.json, else "
-        "~/.local/state/mcpl-host/auth.json).",
+        f"~/.local/state/mcpl-host/auth.json). {_AUTH_TARGETS}",
         allow_abbrev=False,
     )
     actions = auth.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -421,7 +439,8 @@ def _add_auth_common(parser: argparse.ArgumentParser, *, required: bool) -> None
         "-v", "--verbose", action="count", default=0, help="log more on stderr (-v, -vv)"
     )
     where = parser.add_argument_group(
-        "target (one of)" if required else "target (optional: all stored entries without)"
+        "target (one of)" if required else "target (optional: all stored entries without)",
+        _AUTH_TARGETS,
     )
     where.add_argument("url", nargs="?", metavar="URL", help="the server's http(s):// URL")
     where.add_argument("--config", metavar="FILE", help="an mcpServers JSON file (with --server)")
@@ -454,6 +473,9 @@ def parse(
     if ns.command == "auth":
         return _auth_options(commands[f"auth {ns.action}"], ns, unknown, stdio)
     sub = commands[ns.command]
+    lone = stdio is None and not ns.demo and ns.config is None
+    if ns.url is not None and lone and _looks_like_a_command(ns.url):
+        sub.error(_stdio_fix(sub, args, ns.url, environ))
     if unknown:
         sub.error(f"unrecognized arguments: {' '.join(unknown)}")
     given = [
@@ -468,7 +490,7 @@ def parse(
     ]
     if len(given) != 1:
         problem = "no target given" if not given else f"give one target, not {' and '.join(given)}"
-        sub.error(f"{problem}: TARGET, -- CMD [ARGS...], --demo, or --config FILE")
+        sub.error(f"{problem}; the server is one of: {TARGET_KINDS}")
     if stdio is not None and not stdio:
         sub.error("-- must be followed by the server's command")
     if ns.config is not None and (ns.server is None) == (not ns.all_servers):
@@ -480,7 +502,10 @@ def parse(
     if ns.config is None and (ns.server is not None or ns.all_servers):
         sub.error("--server and --all go with --config FILE")
     if ns.url is not None and ns.env:
-        sub.error("--env is for stdio servers; TARGET is a socket")
+        sub.error(
+            f"--env is for stdio servers (-- CMD, --demo, --config); TARGET is "
+            f"{_kind_of(ns.url)}{_ENV_INSTEAD.get(_kind_of(ns.url), '')}"
+        )
     headers = _headers(sub, ns, os.environ if environ is None else environ)
     call = _call(sub, ns, stdin or _read_stdin) if ns.command == "call" else None
     return Options(
@@ -517,9 +542,9 @@ def _auth_options(
     if (ns.config is None) != (ns.server is None):
         sub.error("--config and --server NAME go together")
     if ns.action == "login" and ns.url is None and ns.config is None:
-        sub.error("no target given: URL, or --config FILE --server NAME")
+        sub.error(f"no target given: URL, or --config FILE --server NAME. {_AUTH_TARGETS}")
     if ns.url is not None and not _is_http(ns.url):
-        sub.error("the URL must be http:// or https://")
+        sub.error(f"the URL must be http:// or https://. {_AUTH_TARGETS}")
     return AuthOptions(
         action=ns.action,
         json=ns.json,
@@ -535,9 +560,98 @@ def _auth_options(
     )
 
 
-def _is_http(url: str | None) -> bool:
+def _is_http(url: str | None, *, sse: bool = False) -> bool:
+    """Whether ``url`` is an http(s):// URL (with ``sse``, an sse+http(s):// one too)."""
     scheme, sep, _ = (url or "").partition("://")
-    return bool(sep) and scheme.lower() in ("http", "https")
+    schemes = ("http", "https", "sse+http", "sse+https") if sse else ("http", "https")
+    return bool(sep) and scheme.lower() in schemes
+
+
+# What a TARGET that is not a stdio server is, by its scheme; said when an option given
+# with it belongs to another kind of server. The URL itself is not repeated: its query
+# or user info may hold a credential.
+_KINDS: Final = (
+    ("sse+http://", "an HTTP server (the legacy HTTP+SSE transport)"),
+    ("sse+https://", "an HTTP server (the legacy HTTP+SSE transport)"),
+    ("http://", "an HTTP server"),
+    ("https://", "an HTTP server"),
+    ("ws://", "a WebSocket server"),
+    ("wss://", "a WebSocket server"),
+    ("tcp://", "a TCP socket"),
+    ("unix:", "a Unix socket"),
+)
+_ENV_INSTEAD: Final = {
+    "an HTTP server": ": its credentials go in --header 'NAME: VALUE', --bearer-env VAR "
+    "or --bearer TOKEN",
+    "an HTTP server (the legacy HTTP+SSE transport)": ": its credentials go in --header "
+    "'NAME: VALUE', --bearer-env VAR or --bearer TOKEN",
+    "a WebSocket server": ": its headers and token go in a --config FILE entry",
+}
+
+
+def _which_target(ns: argparse.Namespace) -> str:
+    """The target given, as a message about an option that does not go with it says it."""
+    if ns.url is not None:
+        return _kind_of(ns.url)
+    if ns.demo:
+        return "--demo (a stdio server: give its credentials with --env KEY=VALUE)"
+    if ns.config is not None:
+        return "--config (a config entry's headers and auth go in the file)"
+    return "-- CMD (a stdio server: give its credentials with --env KEY=VALUE)"
+
+
+def _kind_of(url: str) -> str:
+    lowered = url.lower()
+    return next((kind for prefix, kind in _KINDS if lowered.startswith(prefix)), "of no known kind")
+
+
+def _looks_like_a_command(url: str) -> bool:
+    """A TARGET with no scheme at all (``npx``, ``python``, ``./server``): the first
+    word of a stdio server's command, given without the ``--`` before it. Anything
+    with a colon is left to the target parser, which names every form it takes."""
+    return ":" not in url
+
+
+def _stdio_fix(
+    sub: argparse.ArgumentParser,
+    args: Sequence[str],
+    command: str,
+    environ: Mapping[str, str] | None,
+) -> str:
+    """The exact command line meant: ``--`` put before the server's first word.
+
+    The command is not run as given: a word that is not a target could as well be a
+    mistyped one, and what follows it (``-y``, ``--port``) could be the host's options
+    or the server's. Every credential in the line (``--env``, ``--header`` and bearer
+    values; the server's own ``--token=X``-style arguments) is masked word by word,
+    before the words are quoted for a shell (quoting could split a secret's text)."""
+    at = _first_positional(sub, args)
+    if at is None:  # cannot be: the TARGET was read from a word; the mark goes last
+        at = len(args)
+    words = [*args[:at], _STDIO_MARK, *args[at:]]
+    server_secrets = Redactor.from_config(args=list(args[at:])).secrets
+    redactor = Redactor([*secret_values(args, environ), *server_secrets])
+    shown = shlex.join(redactor.redact(word) for word in words)
+    return (
+        f"{command!r} is not a TARGET; to run a stdio server, put -- before its command: "
+        f"mcpl-host {shown}"
+    )
+
+
+def _first_positional(sub: argparse.ArgumentParser, args: Sequence[str]) -> int | None:
+    """The index in ``args`` of the first word that is neither the command, an option
+    nor an option's value: where the TARGET was read from."""
+    actions = sub._option_string_actions  # argparse has no public table of its options
+    index = 1 if args and args[0] != "auth" else 2  # past the command's own name
+    while index < len(args):
+        word = args[index]
+        if not word.startswith("-") or word == "-":
+            return index
+        name, eq, _ = word.partition("=")
+        action = actions.get(name)
+        takes_value = action is not None and action.nargs != 0 and not eq
+        index += 2 if takes_value else 1
+    return None
 
 
 def _headers(
@@ -548,8 +662,11 @@ def _headers(
     given: list[tuple[str, str]] = ns.header
     if not given and ns.bearer is None and ns.bearer_env is None:
         return {}
-    if not _is_http(ns.url):
-        sub.error(f"{_HTTP_OPTIONS} are for an http:// or https:// TARGET")
+    if not _is_http(ns.url, sse=True):
+        sub.error(
+            f"{_HTTP_OPTIONS} are for an http(s):// or sse+http(s):// TARGET, "
+            f"not {_which_target(ns)}"
+        )
     headers: dict[str, str] = {}
     for name, value in given:
         same = [n for n in headers if n.lower() == name.lower()]

@@ -2,7 +2,11 @@
 
 Everything a server wrote is shown through the redactor's ``log_value`` (secrets
 masked, control characters escaped so a server cannot drive the terminal, long text
-cut); table cells are also cut to the terminal's width. Colour only when stdout is a
+cut). Identifiers (tool, prompt and argument names, URIs, URI templates) are shown
+whole: they are what a person copies into the next command. Only an absurd one, past
+:data:`IDENTIFIER_LIMIT`, is cut. Prose (descriptions, instructions) is wrapped or cut
+to the terminal's width, and only on a terminal: piped or redirected, nothing is
+wrapped or cut to a width (:func:`terminal_width` is None). Colour only when stdout is a
 terminal and ``NO_COLOR`` is not set (https://no-color.org).
 
 Every renderer is total: a server's value of any JSON shape in any member (a number
@@ -16,20 +20,38 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 import textwrap
 from collections.abc import Callable
 from typing import Any, Final, TextIO
 
 from ..protocol.redact import Redactor
 from .jsonvalue import plain, text_of
+from .signature import prompt_arguments, tool_arguments
 
-__all__ = ["Style", "render_call", "render_connect", "render_many", "terminal_width"]
+__all__ = [
+    "IDENTIFIER_LIMIT",
+    "Style",
+    "render_call",
+    "render_connect",
+    "render_many",
+    "terminal_width",
+]
 
+# An identifier is shown whole up to this many UTF-16 units (escapes included): far past
+# any real name or URI, short of a line that would flood the terminal.
+IDENTIFIER_LIMIT: Final = 4096
+
+_SIGNATURE_LIMIT: Final = 2 * IDENTIFIER_LIMIT  # a signature's arguments, escaped
 _WHITESPACE: Final = re.compile(r"\s+")
 _CELL_LIMIT: Final = 2000  # escaping budget for one cell, before the width cut
 _LINE_LIMIT: Final = 4000  # one line of a call's text result
-_NAME_WIDTH: Final = 32
+# Identifiers up to this long share an aligned column with their descriptions; a
+# longer one takes a line of its own (on a terminal), the description under it.
+_COLUMN: Final = 32
 _MIN_WIDTH: Final = 40
+# A description under its identifier when there is no column to align it with.
+_HANG: Final = 6
 _ELLIPSIS: Final = "…"
 _PARAGRAPH_LINES: Final = 6
 _FIELD_LINES: Final = 3
@@ -72,14 +94,22 @@ class Style:
         return self._wrap("31;1", text)
 
 
-def terminal_width() -> int:
-    """The terminal's width (``COLUMNS`` wins; 100 when stdout is not a terminal), at
-    least 40. Raises nothing."""
+def terminal_width(stream: TextIO | None = None) -> int | None:
+    """The width of the terminal ``stream`` (default: stdout) is, at least 40
+    (``COLUMNS`` wins); None when it is not a terminal: a pipe or a file has no width,
+    and ``COLUMNS`` is a terminal's setting. Raises nothing."""
+    stream = sys.stdout if stream is None else stream
+    isatty = getattr(stream, "isatty", None)
+    try:
+        if not (isatty and isatty()):
+            return None
+    except ValueError:  # closed
+        return None
     return max(shutil.get_terminal_size((100, 24)).columns, _MIN_WIDTH)
 
 
 class _Writer:
-    def __init__(self, redactor: Redactor, style: Style, width: int) -> None:
+    def __init__(self, redactor: Redactor, style: Style, width: int | None) -> None:
         self.redactor = redactor
         self.style = style
         self.width = width
@@ -90,8 +120,14 @@ class _Writer:
         its JSON; whitespace runs collapsed, redacted, escaped."""
         return self.redactor.log_value(_WHITESPACE.sub(" ", text_of(value)).strip(), limit)
 
-    def cut(self, text: str, width: int) -> str:
-        if len(text) <= width:
+    def ident(self, value: Any) -> str:
+        """A server's identifier (any JSON) whole, on one line: redacted and escaped
+        (a newline in it is shown as ``\\u000a``, not folded), cut only past
+        :data:`IDENTIFIER_LIMIT`."""
+        return self.redactor.log_value(text_of(value), IDENTIFIER_LIMIT)
+
+    def cut(self, text: str, width: int | None) -> str:
+        if width is None or len(text) <= width:
             return text
         return text[: max(width - len(_ELLIPSIS), 0)] + _ELLIPSIS
 
@@ -109,7 +145,10 @@ class _Writer:
         painted on its own (a colour code wrapped with the text could be split across
         two lines, and leave the terminal coloured)."""
         label = f"{name:<13} "
-        lines = textwrap.wrap(value, max(self.width - len(label), 20)) or [""]
+        if self.width is None:
+            lines = [value]  # not a terminal: one line, whole
+        else:
+            lines = textwrap.wrap(value, max(self.width - len(label), 20)) or [""]
         if len(lines) > max_lines:
             lines = [
                 *lines[: max_lines - 1],
@@ -120,16 +159,49 @@ class _Writer:
         self.lines.append(self.style.bold(label) + lines[0])
         self.lines.extend(" " * len(label) + line for line in lines[1:])
 
-    def table(self, rows: list[tuple[str, str]]) -> None:
-        names = [self.cut(self.safe(name, _NAME_WIDTH * 2), _NAME_WIDTH) for name, _ in rows]
-        column = max((len(n) for n in names), default=0)
-        room = max(self.width - 2 - column - 2, 10)
-        for name, (_, text) in zip(names, rows, strict=True):
-            described = self.cut(self.safe(text), room) if text else ""
-            self.lines.append(f"  {name:<{column}}  {self.style.dim(described)}".rstrip())
+    def table(self, rows: list[tuple[list[str], Any]]) -> None:
+        """Rows of (identifier, description). An identifier is given as its parts,
+        each already made safe: a signature may be wrapped between its arguments,
+        never inside one, and a URI is one part, never broken."""
+        column = max(
+            (len(ident) for ident in self._joined(rows) if len(ident) <= _COLUMN), default=0
+        )
+        for parts, text in rows:
+            ident = "".join(parts)
+            described = self.safe(text) if text else ""
+            if self.width is None or (len(ident) <= column and self.width - column - 4 >= 10):
+                room = None if self.width is None else self.width - column - 4
+                shown = self.style.dim(self.cut(described, room))
+                self.lines.append(f"  {ident:<{column}}  {shown}".rstrip())
+                continue
+            # Too long for the column: the identifier on lines of its own (a part longer
+            # than a line is left for the terminal to fold, whole), the description under.
+            self.lines.extend(_wrap(parts, self.width))
+            if described:
+                indent = 2 + column + 2 if column and self.width - column - 4 >= 20 else _HANG
+                shown = self.style.dim(self.cut(described, max(self.width - indent, 10)))
+                self.lines.append(" " * indent + shown)
+
+    @staticmethod
+    def _joined(rows: list[tuple[list[str], Any]]) -> list[str]:
+        return ["".join(parts) for parts, _ in rows]
 
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
+
+
+def _wrap(parts: list[str], width: int) -> list[str]:
+    """An identifier's parts on lines of at most ``width`` (a part never broken: one
+    longer than a line stands alone), further lines indented two more."""
+    lines: list[str] = []
+    line = "  "
+    for part in parts:
+        if line.strip() and len(line) + len(part.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = "    "
+        line += part
+    lines.append(line.rstrip())
+    return lines
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -201,7 +273,9 @@ def _failure(w: _Writer, report: dict[str, Any]) -> None:
         w.field("server stderr", w.safe(line))
 
 
-def render_connect(report: dict[str, Any], redactor: Redactor, style: Style, width: int) -> str:
+def render_connect(
+    report: dict[str, Any], redactor: Redactor, style: Style, width: int | None
+) -> str:
     """The ``connect`` report as text. Raises nothing."""
     w = _Writer(redactor, style, width)
     _head(w, report)
@@ -224,43 +298,58 @@ def render_connect(report: dict[str, Any], redactor: Redactor, style: Style, wid
             continue
         listed = _items(items)
         w.lines.append(style.bold(f"{heading} ({len(listed)})"))
-        w.table([_row(key, item) for item in listed])
+        w.table([_row(w, key, item) for item in listed])
     w.lines.append("")
     w.lines.append(style.good("ok"))
     return w.text()
 
 
-def _row(key: str, item: Any) -> tuple[Any, Any]:
-    """(name, description) of a listed item, each any JSON value (the table shows it)."""
+def _row(w: _Writer, key: str, item: Any) -> tuple[list[str], Any]:
+    """(identifier as safe parts, description) of a listed item; the description is
+    any JSON value (the table makes it safe)."""
     item = plain(item)
     if not isinstance(item, dict):
-        return ("?", item)
+        return (["?"], item)
     description = item.get("description") or item.get("title") or ""
-    if key == "tools":
-        return (item.get("name", "?"), description)
     if key == "resources":
         mime = f" [{text_of(item['mimeType'])}]" if item.get("mimeType") else ""
         return (
-            item.get("uri", "?"),
+            [w.ident(item.get("uri", "?"))],
             f"{text_of(item.get('name', ''))}{mime} {text_of(description)}",
         )
     if key == "resourceTemplates":
         return (
-            item.get("uriTemplate", "?"),
+            [w.ident(item.get("uriTemplate", "?"))],
             f"{text_of(item.get('name', ''))} {text_of(description)}",
         )
-    names = [_argument(argument) for argument in _items(item.get("arguments"))]
-    return (f"{text_of(item.get('name', '?'))}({', '.join(names)})", description)
+    if key == "tools":
+        arguments = tool_arguments(item.get("inputSchema"))
+        listed = ["…"] if arguments is None else arguments
+    else:
+        listed = prompt_arguments(item.get("arguments"))
+    return (_signature(w, item.get("name", "?"), listed), description)
 
 
-def _argument(argument: Any) -> str:
-    if not isinstance(argument, dict):
-        return text_of(argument)
-    return f"{text_of(argument.get('name', '?'))}{'' if argument.get('required') else '?'}"
+def _signature(w: _Writer, name: Any, arguments: list[str]) -> list[str]:
+    """``name(a, b)`` as parts, one per argument, each escaped on its own, the
+    separators kept with the part before. Arguments stop (``…``) once the signature
+    passes :data:`_SIGNATURE_LIMIT`: 64 arguments of absurd names would make a line of
+    hundreds of KB."""
+    shown: list[str] = []
+    total = 0
+    for argument in arguments:
+        if total > _SIGNATURE_LIMIT:
+            shown.append(_ELLIPSIS)
+            break
+        shown.append(w.ident(argument))
+        total += len(shown[-1])
+    shown = shown or [""]
+    parts = [f"{w.ident(name)}({shown[0]}", *shown[1:]]
+    return [*(part + ", " for part in parts[:-1]), parts[-1] + ")"]
 
 
 def render_call(
-    report: dict[str, Any], method: str, redactor: Redactor, style: Style, width: int
+    report: dict[str, Any], method: str, redactor: Redactor, style: Style, width: int | None
 ) -> str:
     """The ``call`` report: the server line, then the result as text, then what was
     found about it (the outputSchema check, the files saved) and the failure, if any.
@@ -314,8 +403,7 @@ def _result(w: _Writer, report: dict[str, Any], method: str) -> None:
     elif method == "resources/read":
         for item in _items(result.get("contents")):
             if isinstance(item, dict):
-                mime = f" [{w.safe(item['mimeType'], 64)}]" if item.get("mimeType") else ""
-                w.lines.append(style.bold(w.safe(item.get("uri", "?"), 400)) + mime)
+                _resource(w, None, item)
                 _text_or_blob(w, item)
             else:
                 w.lines.append(style.dim(w.safe(item)))
@@ -337,9 +425,12 @@ def _blocks(w: _Writer, blocks: list[Any]) -> None:
         if isinstance(block, dict) and block.get("type") == "resource":
             resource = block.get("resource")
             if isinstance(resource, dict):
-                w.lines.append(w.style.dim(f"[resource {w.safe(resource.get('uri', '?'), 400)}]"))
+                _resource(w, "[resource]", resource)
                 _text_or_blob(w, resource)
                 continue
+        if isinstance(block, dict) and block.get("type") == "resource_link":
+            _resource(w, "[resource link]", block)
+            continue
         if isinstance(block, dict) and isinstance(block.get("data"), str):
             mime = w.safe(block.get("mimeType", "?"), 64)
             w.lines.append(
@@ -350,6 +441,15 @@ def _blocks(w: _Writer, blocks: list[Any]) -> None:
             )
         else:
             w.lines.append(w.style.dim(w.safe(block)))
+
+
+def _resource(w: _Writer, label: str | None, item: dict[str, Any]) -> None:
+    """A resource's line, alike for a link, an embedded resource and a read's contents:
+    the label, the URI whole, then its name and MIME type when it has them."""
+    name = f"  {w.safe(item['name'], 200)}" if item.get("name") else ""
+    mime = f" [{w.safe(item['mimeType'], 64)}]" if item.get("mimeType") else ""
+    head = f"{w.style.dim(label)} " if label else ""
+    w.lines.append(head + w.style.bold(w.ident(item.get("uri", "?"))) + name + mime)
 
 
 def _text_or_blob(w: _Writer, item: dict[str, Any]) -> None:
@@ -373,7 +473,7 @@ def _text(w: _Writer, item: dict[str, Any]) -> bool:
     return True
 
 
-def render_many(report: dict[str, Any], redactor: Redactor, style: Style, width: int) -> str:
+def render_many(report: dict[str, Any], redactor: Redactor, style: Style, width: int | None) -> str:
     """``--all``: each server's connect report under its name, then a summary. Raises
     nothing."""
     parts: list[str] = []

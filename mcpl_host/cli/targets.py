@@ -23,7 +23,7 @@ from ..transports.targets import (
     parse_target,
     redactor_for,
 )
-from .args import Options
+from .args import TARGET_KINDS, Options
 from .auth import login_command
 from .credentials import oauth_for, uses_oauth
 
@@ -95,11 +95,12 @@ def resolve(options: Options, store: TokenStore | None = None) -> Plan:
     try:
         target = parse_target(options.url)
         if isinstance(target, HttpTarget) and options.headers:
-            target = HttpTarget(target.url, headers=options.headers)
+            # replace, not a new target: an sse+http(s):// TARGET keeps its transport.
+            target = dataclasses.replace(target, headers=options.headers)
     except ConfigurationError as exc:
         # Our own texts name a header, never its value; the redactor is for the URL.
         shown = Redactor([*options.headers.values()]).redact(exc.message)
-        raise ConfigurationError(f"{shown} (a stdio server is given as -- CMD [ARGS...])") from None
+        raise ConfigurationError(f"{shown}; the server is one of: {TARGET_KINDS}") from None
     label = describe(target)
     return _single(_planned(label, target, store=store, login=login_command(label)))
 

@@ -81,13 +81,25 @@ def test_call_takes_them_too() -> None:
         (["--bearer-env", "T", URL], {"T": ""}, "environment variable T is not set or empty"),
         (["--bearer-env", "T", URL], {"T": f"{SECRET} x"}, "--bearer-env T: a bearer token is"),
         # Not an HTTP target: the values would go nowhere, or somewhere unexpected.
-        (["--bearer", SECRET, "tcp://127.0.0.1:9"], {}, "for an http:// or https:// TARGET"),
-        (["--header", f"X-K: {SECRET}", "wss://h/mcp"], {}, "for an http:// or https://"),
-        (["--header", f"X-K: {SECRET}", "unix:/tmp/s"], {}, "for an http:// or https://"),
-        (["--bearer", SECRET, "--demo"], {}, "for an http:// or https:// TARGET"),
-        (["--bearer-env", "T", "--demo"], {"T": SECRET}, "for an http:// or https://"),
-        (["--bearer", SECRET, "--config", "c.json", "--all"], {}, "for an http:// or https://"),
-        (["--header", f"X-K: {SECRET}", "--", "server", URL], {}, "for an http:// or https://"),
+        (
+            ["--bearer", SECRET, "tcp://127.0.0.1:9"],
+            {},
+            "for an http(s):// or sse+http(s):// TARGET",
+        ),
+        (["--header", f"X-K: {SECRET}", "wss://h/mcp"], {}, "for an http(s):// or sse+http(s)://"),
+        (["--header", f"X-K: {SECRET}", "unix:/tmp/s"], {}, "for an http(s):// or sse+http(s)://"),
+        (["--bearer", SECRET, "--demo"], {}, "for an http(s):// or sse+http(s):// TARGET"),
+        (["--bearer-env", "T", "--demo"], {"T": SECRET}, "for an http(s):// or sse+http(s)://"),
+        (
+            ["--bearer", SECRET, "--config", "c.json", "--all"],
+            {},
+            "for an http(s):// or sse+http(s)://",
+        ),
+        (
+            ["--header", f"X-K: {SECRET}", "--", "server", URL],
+            {},
+            "for an http(s):// or sse+http(s)://",
+        ),
     ],
 )
 def test_bad_use_is_refused_without_the_value(

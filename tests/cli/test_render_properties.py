@@ -15,7 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcpl_host.cli.output import write_json
-from mcpl_host.cli.render import Style, render_call, render_connect, render_many
+from mcpl_host.cli.render import (
+    IDENTIFIER_LIMIT,
+    Style,
+    render_call,
+    render_connect,
+    render_many,
+)
 from mcpl_host.protocol.redact import Redactor
 
 SECRET = "tok-5ecret-9f2a"
@@ -135,8 +141,12 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 
 
 @SETTINGS
-@given(report=connect_reports | failed_reports, colour=st.booleans(), width=st.integers(0, 200))
-def test_connect_renders_any_shape(report: dict[str, Any], colour: bool, width: int) -> None:
+@given(
+    report=connect_reports | failed_reports,
+    colour=st.booleans(),
+    width=st.none() | st.integers(0, 200),
+)
+def test_connect_renders_any_shape(report: dict[str, Any], colour: bool, width: int | None) -> None:
     assert_safe(render_connect(report, REDACTOR, Style(colour), width))
 
 
@@ -146,6 +156,55 @@ def test_call_renders_any_shape(data: st.DataObject, colour: bool) -> None:
     method = data.draw(call)
     report = data.draw(call_report(method) | failed_reports)
     assert_safe(render_call(report, method, REDACTOR, Style(colour), 80))
+
+
+long_text = st.text(max_size=300) | text | st.builds(lambda t, n: t * n, text, st.integers(1, 60))
+
+
+@SETTINGS
+@given(
+    uris=st.lists(long_text, min_size=1, max_size=4),
+    names=st.lists(long_text, min_size=1, max_size=4),
+    schema=json_values,
+    width=st.none() | st.integers(0, 200),
+)
+def test_identifiers_are_shown_whole_at_any_width(
+    uris: list[str], names: list[str], schema: Any, width: int | None
+) -> None:
+    report = {
+        "ok": True,
+        "target": "t",
+        "protocolVersion": "2025-11-25",
+        "resources": [{"uri": uri, "description": "d " * 100} for uri in uris],
+        "resourceTemplates": [{"uriTemplate": uri} for uri in uris],
+        "tools": [{"name": name, "inputSchema": schema} for name in names],
+        "prompts": [{"name": name, "arguments": [{"name": n} for n in names]} for name in names],
+    }
+    output = render_connect(report, REDACTOR, Style(False), width)
+    assert_safe(output)
+    for identifier in [*uris, *names]:
+        assert REDACTOR.log_value(identifier, IDENTIFIER_LIMIT) in output
+    for name in names:
+        assert REDACTOR.log_value(name, IDENTIFIER_LIMIT) + "(" in output
+        assert REDACTOR.log_value(name, IDENTIFIER_LIMIT) + "?" in output  # an argument
+
+
+@SETTINGS
+@given(uri=long_text, kind=st.sampled_from(["resource_link", "resource"]), colour=st.booleans())
+def test_resource_links_and_embedded_resources_show_their_uri_whole(
+    uri: str, kind: str, colour: bool
+) -> None:
+    resource = {"uri": uri, "name": "n", "mimeType": "text/plain"}
+    block = (
+        {"type": kind, **resource}
+        if kind == "resource_link"
+        else {"type": kind, "resource": resource}
+    )
+    report = {"ok": True, "target": "t", "result": {"content": [block]}}
+    output = _OURS.sub("", render_call(report, "tools/call", REDACTOR, Style(colour), 40))
+    assert_safe(output)
+    label = "[resource link]" if kind == "resource_link" else "[resource]"
+    assert f"{label} {REDACTOR.log_value(uri, IDENTIFIER_LIMIT)}  n [text/plain]\n" in output
 
 
 @SETTINGS
