@@ -29,7 +29,17 @@ from ..protocol.profiles import validate_allowlist
 from ..protocol.redact import Redactor
 from ..transports.targets import HttpTarget
 from . import auth, logs
-from .args import AuthOptions, Call, Options, UsageError, parse, secret_values, wants_json
+from .args import (
+    AuthOptions,
+    Call,
+    ConfigOptions,
+    Options,
+    UsageError,
+    parse,
+    secret_values,
+    wants_json,
+)
+from .configs import list_configs, render_config_list
 from .credentials import oauth_for
 from .failure import (
     AUTH_REQUIRED,
@@ -40,6 +50,7 @@ from .failure import (
     error_object,
     exit_status,
 )
+from .inputs import terminal_inputs
 from .output import write_json
 from .render import Style, render_call, render_connect, render_many, terminal_width
 from .run import Settings, run_server
@@ -76,15 +87,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     logs.configure(options.verbosity, mask)
     if isinstance(options, AuthOptions):
         return _auth(options, mask)
+    if isinstance(options, ConfigOptions):
+        report, found = list_configs(options.files)
+        mask.redactor = Redactor([*mask.redactor.secrets, *found.secrets])
+        return _emit(report, mask.redactor, json=options.json, options=options)
     store = user_store()
     try:
         if options.versions is not None:
             validate_allowlist(options.versions)
-        plan = resolve(options, store)
+        plan = resolve(options, store, terminal_inputs)
     except ConfigurationError as exc:
         report = {"ok": False, "target": None, "error": describe_failure(exc, mask.redactor)}
         return _emit(report, mask.redactor, json=options.json)
+    except KeyboardInterrupt:  # at an input's prompt
+        sys.stderr.write("mcpl-host: interrupted\n")
+        return _INTERRUPTED
     mask.redactor = Redactor([*mask.redactor.secrets, *plan.redactor.secrets])
+    if not options.json:
+        _warn(plan.warnings, mask.redactor)
     redactors: list[Redactor] = []
     try:
         report = trio.run(_run, options, plan, _Run(store, mask, redactors))
@@ -94,7 +114,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     # What the connections learnt while connected (tokens) is masked in the report too.
     learnt = [secret for redactor in redactors for secret in redactor.secrets]
     mask.redactor = Redactor([*mask.redactor.secrets, *learnt])
+    if options.json and plan.warnings:
+        report["warnings"] = list(plan.warnings)
     return _emit(report, mask.redactor, json=options.json, options=options)
+
+
+def _warn(warnings: Sequence[str], redactor: Redactor) -> None:
+    """A config file's warnings, on stderr before the report (``--json`` puts them in
+    the report's ``warnings`` instead)."""
+    with contextlib.suppress(OSError):
+        for warning in warnings:
+            sys.stderr.write(f"mcpl-host: warning: {redactor.log_value(warning, 1000)}\n")
+        sys.stderr.flush()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -174,7 +205,8 @@ async def _login_and_retry(
 def _auth(options: AuthOptions, mask: logs.LogMask) -> int:
     """``mcpl-host auth login|status|logout``."""
     try:
-        target = auth.auth_target(options)
+        wanted = None if options.server is None else [options.server]
+        target = auth.auth_target(options, terminal_inputs(wanted))
         if target is not None:
             mask.redactor = Redactor([*mask.redactor.secrets, *target.secrets])
         store = FileTokenStore()
@@ -220,7 +252,7 @@ def _emit(
     redactor: Redactor,
     *,
     json: bool,
-    options: Options | AuthOptions | None = None,
+    options: Options | AuthOptions | ConfigOptions | None = None,
 ) -> int:
     """Write the report on stdout; return the exit status it means (1 when stdout was
     closed before the report was whole, as by ``| head``)."""
@@ -238,7 +270,7 @@ def _write_report(
     redactor: Redactor,
     *,
     json: bool,
-    options: Options | AuthOptions | None,
+    options: Options | AuthOptions | ConfigOptions | None,
 ) -> None:
     if json:
         write_json(report, redactor, sys.stdout)
@@ -246,6 +278,8 @@ def _write_report(
         style, width = Style.for_stream(sys.stdout), terminal_width()
         if isinstance(options, AuthOptions):
             text = auth.render_auth(report, options.action, redactor, style)
+        elif isinstance(options, ConfigOptions):
+            text = render_config_list(report, redactor, style)
         elif "servers" in report:
             text = render_many(report, redactor, style, width)
         elif options is not None and options.call is not None:

@@ -23,6 +23,7 @@ __all__ = [
     "LOGIN_TIMEOUT",
     "AuthOptions",
     "Call",
+    "ConfigOptions",
     "Options",
     "UsageError",
     "parse",
@@ -101,6 +102,18 @@ class AuthOptions:
     port: int = 0
     force: bool = False
     command: str = "auth"
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigOptions:
+    """A parsed ``mcpl-host config list [--json] [FILE...]`` command line: no FILE
+    means the config files of the clients installed on this machine."""
+
+    action: str  # "list"
+    json: bool = False
+    files: tuple[str, ...] = ()
+    verbosity: int = 0
+    command: str = "config"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -244,9 +257,15 @@ def _add_common(parser: argparse.ArgumentParser, *, many: bool) -> None:
     )
     where.add_argument("--demo", action="store_true", help="the bundled demo server")
     where.add_argument(
-        "--config", metavar="FILE", help="an mcpServers JSON file (with --server or --all)"
+        "--config",
+        metavar="FILE",
+        help="a config file of Claude Desktop, Claude Code, VS Code, Cursor or Windsurf",
     )
-    where.add_argument("--server", metavar="NAME", help="the server of --config to use")
+    where.add_argument(
+        "--server",
+        metavar="NAME",
+        help="the server of --config to use (needed when it has more than one enabled)",
+    )
     if many:
         where.add_argument(
             "--all", dest="all_servers", action="store_true", help="every server of --config"
@@ -352,7 +371,29 @@ def _build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
         allow_abbrev=False,
     )
     _add_auth_common(logout, required=False)
+    config = commands.add_parser(
+        "config",
+        help="list the MCP client config files on this machine and their servers",
+        description="Config files of Claude Desktop, Claude Code, VS Code, Cursor and Windsurf.",
+        allow_abbrev=False,
+    )
+    config_actions = config.add_subparsers(dest="action", required=True, metavar="ACTION")
+    config_list = config_actions.add_parser(
+        "list",
+        help="show each config file found (or given) and its servers",
+        description="Show each config file and its servers: name, type and target "
+        "(never env values, header values or tokens). Without FILE: the files of the "
+        "clients installed on this machine (user files under $HOME, %APPDATA% or "
+        "$XDG_CONFIG_HOME) and the project files of the current directory (.mcp.json, "
+        ".vscode/mcp.json, .cursor/mcp.json).",
+        allow_abbrev=False,
+    )
+    config_list.add_argument(
+        "--json", action="store_true", help="print exactly one JSON object on stdout"
+    )
+    config_list.add_argument("files", nargs="*", metavar="FILE", help="config files to show")
     return parser, {
+        "config list": config_list,
         "connect": connect,
         "call": call,
         "auth": auth,
@@ -371,11 +412,13 @@ def _add_auth_common(parser: argparse.ArgumentParser, *, required: bool) -> None
         "target (one of)" if required else "target (optional: all stored entries without)"
     )
     where.add_argument("url", nargs="?", metavar="URL", help="the server's http(s):// URL")
-    where.add_argument("--config", metavar="FILE", help="an mcpServers JSON file (with --server)")
+    where.add_argument("--config", metavar="FILE", help="a client's config file (with --server)")
     where.add_argument("--server", metavar="NAME", help="the server of --config")
 
 
-def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Options | AuthOptions:
+def parse(
+    argv: Sequence[str], environ: Mapping[str, str] | None = None
+) -> Options | AuthOptions | ConfigOptions:
     """Parse a command line (without the program name). ``environ`` (default:
     ``os.environ``) is where ``--bearer-env`` finds its variable.
 
@@ -391,6 +434,11 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Opti
     ns, unknown = parser.parse_known_args(args)
     if ns.command == "auth":
         return _auth_options(commands[f"auth {ns.action}"], ns, unknown, stdio)
+    if ns.command == "config":
+        sub = commands[f"config {ns.action}"]
+        if unknown or stdio is not None:
+            sub.error(f"unrecognized arguments: {' '.join([*unknown, *(stdio or ())])}")
+        return ConfigOptions(action=ns.action, json=ns.json, files=tuple(ns.files))
     sub = commands[ns.command]
     if unknown:
         sub.error(f"unrecognized arguments: {' '.join(unknown)}")
@@ -409,12 +457,8 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Opti
         sub.error(f"{problem}: TARGET, -- CMD [ARGS...], --demo, or --config FILE")
     if stdio is not None and not stdio:
         sub.error("-- must be followed by the server's command")
-    if ns.config is not None and (ns.server is None) == (not ns.all_servers):
-        sub.error(
-            "--config needs exactly one of --server NAME or --all"
-            if ns.command == "connect"
-            else "--config needs --server NAME"
-        )
+    if ns.config is not None and ns.server is not None and ns.all_servers:
+        sub.error("give --server NAME or --all, not both")
     if ns.config is None and (ns.server is not None or ns.all_servers):
         sub.error("--server and --all go with --config FILE")
     if ns.url is not None and ns.env:
