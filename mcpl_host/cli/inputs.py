@@ -10,6 +10,7 @@ answers None and the config layer says how to give the value instead
 from __future__ import annotations
 
 import getpass
+import os
 import sys
 from collections.abc import Collection
 
@@ -42,12 +43,12 @@ def _prompt(server: str, spec: InputSpec) -> str:
     empty = " (empty: its default)" if spec.default is not None else ""
     prompt = f"mcpl-host: {log_value(server, 64)} needs {what}{choices}{empty}: "
     try:
-        if spec.password:
+        if spec.password and os.name != "posix":
             answer = getpass.getpass(prompt, stream=sys.stderr)
         else:
             sys.stderr.write(prompt)
             sys.stderr.flush()
-            line = sys.stdin.readline()
+            line = _hidden_line() if spec.password else sys.stdin.readline()
             answer = line.rstrip("\r\n") if line else None
     except EOFError:
         answer = None
@@ -58,3 +59,21 @@ def _prompt(server: str, spec: InputSpec) -> str:
     if spec.options and answer not in spec.options:
         raise ConfigurationError("the answer is not one of its options")
     return answer
+
+
+def _hidden_line() -> str:
+    """A line read from stdin with the terminal's echo off (not through ``/dev/tty``, as
+    getpass does, which may be another terminal than the one asked)."""
+    import termios  # noqa: PLC0415 - POSIX only
+
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    quiet = termios.tcgetattr(fd)
+    quiet[3] &= ~termios.ECHO
+    termios.tcsetattr(fd, termios.TCSAFLUSH, quiet)
+    try:
+        return sys.stdin.readline()
+    finally:
+        termios.tcsetattr(fd, termios.TCSAFLUSH, saved)
+        sys.stderr.write("\n")  # the person's Enter was not echoed
+        sys.stderr.flush()

@@ -373,7 +373,7 @@ def _remote(  # noqa: PLR0917 - one call site
     if scheme in _HTTP_SCHEMES:
         kind = "sse" if sse_prefixed or declared == "sse" else "http"
         if declared not in (None, kind):
-            _contradiction(where, declared, "sse+http(s)://")
+            _contradiction(where, declared, "sse+http(s)://" if sse_prefixed else "http(s)://")
         return _http(name, entry, bare, kind, where=where, at=at, ctx=ctx, secrets=secrets)
     if sse_prefixed:
         raise ConfigurationError(f"{where}.url: sse+ goes before http:// or https:// only")

@@ -3,8 +3,8 @@
 One grammar serves every format (a file does not say which client wrote it, and the
 forms do not collide)::
 
-    ${VAR}  ${VAR:-default}     Claude Code: the environment; the default when VAR is
-                                unset or empty
+    ${VAR}  ${VAR:-default}     Claude Code: the environment; the default (literal
+                                text, up to the first ``}``) when VAR is unset or empty
     ${env:VAR}                  VS Code, Cursor, Windsurf: the environment
     ${input:ID}                 VS Code: an input, asked of a person (:class:`InputSpec`)
     ${file:PATH}                Windsurf: the file's text, without its final line break
@@ -135,29 +135,30 @@ class Expander:
             return predefined[form], "path"
         kind, colon, rest = form.partition(":")
         if colon and kind == "env" and _ENV_NAME.fullmatch(rest):
-            return self._env(rest, None), "value"
+            return self._env(rest, None)
         if colon and kind == "input" and rest:
             return self.input_value(rest), "secret"
         if colon and kind == "file" and rest:
             return self._file(rest), "secret"
         if _ENV_NAME.fullmatch(form):
-            return self._env(form, None), "value"
+            return self._env(form, None)
         defaulted = _DEFAULTED.fullmatch(form)
         if defaulted:
-            return self._env(defaulted.group(1), defaulted.group(2)), "value"
+            return self._env(defaulted.group(1), defaulted.group(2))
         shown = f"${{{form}}}" if _SHOWN_FORM.fullmatch(form) else "a ${...} form"
         raise Unresolved(
             f"variable {shown} is not one mcpl-host expands (${{VAR}}, ${{VAR:-default}}, "
             "${env:VAR}, ${input:ID}, ${file:PATH}, ${workspaceFolder}, ${userHome}, ...)"
         )
 
-    def _env(self, name: str, default: str | None) -> str:
+    def _env(self, name: str, default: str | None) -> tuple[str, str]:
         value = self.environ.get(name)
         if default is not None and not value:
-            return default
+            # Written in the file, as any literal text is: not a secret of itself.
+            return default, "path"
         if value is None:
             raise Unresolved(f"environment variable {name} is not set (${{{name}}})")
-        return value
+        return value, "value"
 
     def _file(self, path: str) -> str:
         where = Path(os.path.expanduser(path))
