@@ -17,7 +17,7 @@ from collections.abc import Collection
 from ..config import InputResolver, InputSpec
 from ..protocol.errors import ConfigurationError
 from ..protocol.redact import log_value
-from .auth import interactive
+from . import auth
 
 __all__ = ["terminal_inputs"]
 
@@ -27,7 +27,7 @@ def terminal_inputs(servers: Collection[str] | None) -> InputResolver:
     stdin and stderr are a terminal; None for any other (nobody to ask)."""
 
     def ask(server: str, spec: InputSpec) -> str | None:
-        if (servers is not None and server not in servers) or not interactive():
+        if (servers is not None and server not in servers) or not auth.interactive():
             return None
         return _prompt(server, spec)
 
