@@ -1,11 +1,13 @@
 """``mcpl-host``: connect to MCP servers and show what they offer, or make one request.
 
 ``mcpl-host connect [options] TARGET``, ``mcpl-host call [options] --tool NAME
---args JSON TARGET`` and ``mcpl-host auth login|status|logout [TARGET]`` (docs/cli.md).
+--args JSON TARGET``, ``mcpl-host auth login|status|logout [TARGET]`` and ``mcpl-host
+config list [FILE...]`` (docs/cli.md).
 This package is the only place in mcpl_host that configures logging; its modules each
 do one thing: :mod:`.args` (the command line), :mod:`.targets` (which servers),
 :mod:`.run` (connecting and the report), :mod:`.credentials` (the OAuth an HTTP server
-gets), :mod:`.auth` (``auth`` and the login on a terminal), :mod:`.failure` (error
+gets), :mod:`.auth` (``auth`` and the login on a terminal), :mod:`.inputs` (VS Code
+inputs asked on a terminal), :mod:`.configs` (``config list``), :mod:`.failure` (error
 kinds, exit status), :mod:`.output` (``--json``), :mod:`.render` (the readable report),
 :mod:`.trace` (``--trace``), :mod:`.logs`.
 """

@@ -211,6 +211,7 @@ def test_an_input_is_asked_on_the_terminal_without_echo(tmp_path: Path) -> None:
         deadline = time.monotonic() + TIMEOUT
         while b"needs Token" not in b"".join(shown):
             assert time.monotonic() < deadline, b"".join(shown)
+            assert process.poll() is None, b"".join(shown)  # ended without asking
             time.sleep(0.02)
         os.write(leader, ANSWER.encode() + b"\n")
         out, _ = process.communicate(timeout=TIMEOUT)
