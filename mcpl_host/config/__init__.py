@@ -19,8 +19,8 @@ http or streamable-http, sse, ws) must agree with it; ``sse`` picks the legacy H
 transport. Variables are expanded in every string the host uses (:mod:`._expand`).
 
 Modules: :mod:`._file` (a file: its format, inputs, warnings), :mod:`._entry` (one
-server), :mod:`._expand` (variables), :mod:`._envfile`, :mod:`._jsonc`, :mod:`._auth`,
-:mod:`._discover` (the clients' files on this machine).
+server), :mod:`._keys` (its keys), :mod:`._expand` (variables), :mod:`._envfile`,
+:mod:`._jsonc`, :mod:`._auth`, :mod:`._discover` (the clients' files on this machine).
 
 Every error names the file and the key, never a header value, a token or a secret.
 """
@@ -29,9 +29,10 @@ from __future__ import annotations
 
 from ._auth import TOKEN_ENDPOINT_AUTH_METHODS, AuthSpec
 from ._discover import KnownFile, candidate_files, discover
-from ._entry import IGNORED_KEYS, ServerConfig
+from ._entry import ServerConfig
 from ._expand import INPUT_ENV_PREFIX, InputResolver, InputSpec, input_env_name
 from ._file import ConfigFile, load_config, parse_config, parse_document, read_config
+from ._keys import IGNORED_KEYS
 
 __all__ = [
     "IGNORED_KEYS",

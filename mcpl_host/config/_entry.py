@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
@@ -20,59 +20,13 @@ from ..protocol.errors import ConfigurationError
 from ..protocol.redact import Redactor, log_value
 from ..transports.http_target import SSE_PREFIX, HttpTransportKind
 from ..transports.targets import HttpTarget, StdioTarget, Target, WebSocketTarget, parse_target
-from ._auth import PLAIN_KEY, AuthSpec, parse_auth
+from ._auth import AuthSpec, parse_auth
 from ._envfile import MAX_ENV_FILE_BYTES, parse_env_file
 from ._expand import Expander, Unresolved
+from ._keys import STDIO_ONLY, check_shapes, declared_type, ignored, unknown_keys
 
-__all__ = ["IGNORED_KEYS", "USED_KEYS", "ServerConfig", "parse_entry"]
+__all__ = ["EntryContext", "ServerConfig", "parse_entry"]
 
-USED_KEYS: Final = (
-    "command",
-    "args",
-    "env",
-    "envFile",
-    "cwd",
-    "url",
-    "serverUrl",
-    "type",
-    "headers",
-    "token",
-    "auth",
-    "disabled",
-)
-# Keys the clients define for themselves (tool approval, timeouts, their UI, sandboxing,
-# their own OAuth settings): read quietly, not used.
-IGNORED_KEYS: Final = frozenset(
-    {
-        "alwaysAllow",
-        "autoApprove",
-        "description",
-        "dev",
-        "disabledTools",
-        "enabledTools",
-        "excludeTools",
-        "gallery",
-        "includeTools",
-        "name",
-        "oauth",
-        "sandbox",
-        "sandboxEnabled",
-        "timeout",
-        "trust",
-        "version",
-    }
-)
-_STDIO_ONLY: Final = ("args", "env", "envFile", "cwd")
-# type, lower-cased without - and _, to the kind of server it means.
-_TYPES: Final = {
-    "stdio": "stdio",
-    "http": "http",
-    "streamablehttp": "http",
-    "sse": "sse",
-    "ws": "ws",
-    "websocket": "ws",
-}
-_TYPE_NAMES: Final = "stdio, http (or streamable-http), sse, ws"
 _HTTP_SCHEMES: Final = ("http", "https")
 _WEBSOCKET_SCHEMES: Final = ("ws", "wss")
 
@@ -142,24 +96,24 @@ def parse_entry(
     disabled = entry.get("disabled", False)
     if not isinstance(disabled, bool):
         raise ConfigurationError(f"{where}.disabled must be true or false")
-    warnings = _unknown_keys(entry, ctx.source, key)
+    warnings = unknown_keys(entry, ctx.source, key)
     if "url" in entry and "serverUrl" in entry:
         raise ConfigurationError(f"{where} has both url and serverUrl: give one")
     url_key = "serverUrl" if "serverUrl" in entry else "url"
     has_command, has_url = "command" in entry, url_key in entry
     if has_command == has_url:
         raise ConfigurationError(f"{where} needs exactly one of 'command' or 'url'")
-    declared = _declared_type(entry, where)
+    declared = declared_type(entry, where)
     if declared == "stdio" and has_url:
         raise ConfigurationError(f"{where}: type stdio needs a command, not a {url_key}")
     if declared not in (None, "stdio") and has_command:
         raise ConfigurationError(f"{where}: type {entry['type']} needs a url, not a command")
-    _check_shapes(entry, where, url_key)
+    check_shapes(entry, where, url_key)
     if has_command:
         _refuse_keys(entry, where, ("headers", "auth"), "servers with a url")
-        warnings += _ignored(entry, ctx.source, key, ("token",), "ws(s):// servers")
+        warnings += ignored(entry, ctx.source, key, ("token",), "ws(s):// servers")
     else:
-        warnings += _ignored(entry, ctx.source, key, _STDIO_ONLY, "stdio servers")
+        warnings += ignored(entry, ctx.source, key, STDIO_ONLY, "stdio servers")
     expander = ctx.expander(name, disabled)
     try:
         expanded = _expanded(entry, expander, url_key)
@@ -175,89 +129,18 @@ def parse_entry(
         return _with(config, disabled), warnings + more
     config = _remote(name, expanded, expanded[url_key], declared, where, at, ctx, secrets)
     if config.kind != "ws":
-        warnings += _ignored(entry, ctx.source, key, ("token",), "ws(s):// servers")
+        warnings += ignored(entry, ctx.source, key, ("token",), "ws(s):// servers")
     return _with(config, disabled), warnings
 
 
 def _with(config: ServerConfig, disabled: bool) -> ServerConfig:
-    if not disabled:
-        return config
-    return ServerConfig(
-        config.name,
-        config.target,
-        config.source,
-        config.problem,
-        True,
-        config.auth,
-        config.kind,
-        config.expanded_secrets,
-    )
+    return replace(config, disabled=True) if disabled else config
 
 
 class _Problem(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
-
-
-def _unknown_keys(entry: dict[str, Any], source: str, key: str) -> list[str]:
-    warnings: list[str] = []
-    for name in entry:
-        if name in USED_KEYS or name in IGNORED_KEYS:
-            continue
-        if isinstance(name, str) and PLAIN_KEY.fullmatch(name):
-            warnings.append(f"{source}: key '{key}.{name}' is not one mcpl-host knows: ignored")
-        else:
-            warnings.append(f"{source}: key '{key}' has a key mcpl-host does not know: ignored")
-    return warnings
-
-
-def _ignored(
-    entry: dict[str, Any], source: str, key: str, keys: Iterable[str], only: str
-) -> list[str]:
-    return [
-        f"{source}: key '{key}.{name}' is only for {only}: ignored"
-        for name in keys
-        if name in entry
-    ]
-
-
-def _declared_type(entry: dict[str, Any], where: str) -> str | None:
-    if "type" not in entry:
-        return None
-    given = entry["type"]
-    kind = (
-        _TYPES.get(given.lower().replace("-", "").replace("_", ""))
-        if isinstance(given, str)
-        else None
-    )
-    if kind is None:
-        raise ConfigurationError(f"{where}.type must be one of {_TYPE_NAMES}")
-    return kind
-
-
-def _check_shapes(entry: dict[str, Any], where: str, url_key: str) -> None:
-    """The JSON types of the keys used, before any variable is expanded."""
-    if "command" in entry:
-        command = entry["command"]
-        if not isinstance(command, str) or not command:
-            raise ConfigurationError(f"{where}.command must be a non-empty string")
-    args = entry.get("args", [])
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        raise ConfigurationError(f"{where}.args must be a list of strings")
-    for name in ("env", "headers"):
-        value = entry.get(name, {})
-        if not isinstance(value, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-        ):
-            # Name the key only: a value here is likely a credential.
-            raise ConfigurationError(f"{where}.{name} must map names to string values")
-    for name in ("cwd", "envFile", url_key):
-        if name in entry and not isinstance(entry[name], str):
-            raise ConfigurationError(f"{where}.{name} must be a string")
-    token = entry.get("token")
-    if token is not None and (not isinstance(token, str) or not token):
-        raise ConfigurationError(f"{where}.token must be a non-empty string")
 
 
 # auth's values a variable may give, and whether what it gives is a secret.
