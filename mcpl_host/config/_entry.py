@@ -115,8 +115,15 @@ def parse_entry(
     else:
         warnings += ignored(entry, ctx.source, key, STDIO_ONLY, "stdio servers")
     expander = ctx.expander(name, disabled)
+    if has_command:
+        used: tuple[str, ...] = ("command", "args", "env", "envFile", "cwd")
+    else:
+        # Keys ignored for this kind are not expanded: their variables cannot fail it.
+        raw_url = entry[url_key].lower()
+        websocket = declared == "ws" or raw_url.startswith(("ws://", "wss://"))
+        used = (url_key, "headers", "auth", *(("token",) if websocket else ()))
     try:
-        expanded = _expanded(entry, expander, url_key)
+        expanded = _expanded(entry, expander, used)
     except _Problem as problem:
         kind = "stdio" if has_command else declared
         partial = tuple(expander.secrets)  # an input answered before the problem, say
@@ -154,41 +161,35 @@ _AUTH_VALUES: Final = {
 }
 
 
-def _expanded(entry: dict[str, Any], expander: Expander, url_key: str) -> dict[str, Any]:
-    """A copy of ``entry`` with the variables of the keys used expanded.
+# Paths, not credentials: what a variable gives them is not masked.
+_PATH_KEYS: Final = frozenset({"command", "cwd", "envFile"})
 
-    Raises _Problem naming the key and the variable."""
+
+def _expanded(entry: dict[str, Any], expander: Expander, used: tuple[str, ...]) -> dict[str, Any]:
+    """A copy of ``entry`` with the variables of the keys ``used`` expanded (their shapes
+    already checked). Raises _Problem naming the key and the variable."""
     out = dict(entry)
-    field_name = ""
-
-    def text(value: str, *, secret: bool) -> str:
-        return expander.expand(value, secret=secret)
-
-    try:
-        for field_name, secret in (
-            ("command", False),
-            ("cwd", False),
-            ("envFile", False),
-            (url_key, True),
-            ("token", True),
-        ):
-            if isinstance(out.get(field_name), str):
-                out[field_name] = text(out[field_name], secret=secret)
-        field_name = "args"
-        if isinstance(out.get("args"), list):
-            out["args"] = [text(a, secret=True) for a in out["args"]]
-        for field_name in ("env", "headers"):
-            if isinstance(out.get(field_name), Mapping):
-                out[field_name] = {k: text(v, secret=True) for k, v in out[field_name].items()}
-        field_name = "auth"
-        if isinstance(out.get("auth"), dict):
-            auth = dict(out["auth"])
-            for name, secret in _AUTH_VALUES.items():
-                if isinstance(auth.get(name), str):
-                    auth[name] = text(auth[name], secret=secret)
-            out["auth"] = auth
-    except Unresolved as exc:
-        raise _Problem(f"{field_name}: {exc.message}") from None
+    for key in used:
+        value = out.get(key)
+        secret = key not in _PATH_KEYS
+        try:
+            if isinstance(value, str):
+                out[key] = expander.expand(value, secret=secret)
+            elif isinstance(value, list):
+                out[key] = [expander.expand(item, secret=secret) for item in value]
+            elif isinstance(value, Mapping) and key == "auth":
+                out[key] = {
+                    name: expander.expand(item, secret=_AUTH_VALUES[name])
+                    if name in _AUTH_VALUES and isinstance(item, str)
+                    else item
+                    for name, item in value.items()
+                }
+            elif isinstance(value, Mapping):
+                out[key] = {
+                    name: expander.expand(item, secret=secret) for name, item in value.items()
+                }
+        except Unresolved as exc:
+            raise _Problem(f"{key}: {exc.message}") from None
     return out
 
 

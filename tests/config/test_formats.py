@@ -380,11 +380,15 @@ def test_unknown_keys_are_warned_known_ones_quiet(tmp_path: Path) -> None:
                     "comand": "typo",
                     f"Bearer {CANARY}": 1,
                 },
-                "b": {"url": "https://h/", "env": {"K": "v"}, "token": "t0ken"},
+                # Keys ignored for the kind are not expanded: no problem from them.
+                "b": {"url": "https://h/", "env": {"K": "${UNSET_VAR}"}, "token": "${UNSET_VAR}"},
             }
         },
     )
-    warnings = read_config(path).warnings
+    loaded = read_config(path, environ={})
+    assert loaded.servers["b"].problem is None
+    assert isinstance(loaded.servers["b"].target, HttpTarget)
+    warnings = loaded.warnings
     assert warnings == (
         f"{path}: key 'mcpServers.a.comand' is not one mcpl-host knows: ignored",
         f"{path}: key 'mcpServers.a' has a key mcpl-host does not know: ignored",
