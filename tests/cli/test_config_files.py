@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from .helpers import CLI, TIMEOUT, closed_port_url, run, run_json, server
+from .helpers import CLI, TIMEOUT, closed_port_url, run, run_in_process, run_json, server
 
 CANARY = "canary-c0nf1g-f1le-secret"
 ANSWER = "typed-1nput-answer"
@@ -293,7 +293,9 @@ def test_http_and_sse_entries_are_described(tmp_path: Path) -> None:
     assert CANARY not in done.stdout + done.stderr
 
 
-def test_auth_reads_the_new_formats(tmp_path: Path) -> None:
+def test_auth_reads_the_new_formats(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = _write(
         tmp_path / ".vscode" / "mcp.json",
         {
@@ -303,9 +305,19 @@ def test_auth_reads_the_new_formats(tmp_path: Path) -> None:
                     "type": "http",
                     "url": "https://mcp.example.test/mcp",
                     "auth": {"type": "oauth", "client_id": "${input:client}"},
-                }
+                },
+                "open": {"serverUrl": "${env:OPEN_URL}", "auth": "none"},
             },
         },
+    )
+    # A login reads the entry as status does (this one has nothing to log in to).
+    monkeypatch.setenv("OPEN_URL", "https://open.example.test/mcp")
+    status, out, _ = run_in_process(
+        capsys, "auth", "login", "--json", "--config", config, "--server", "open"
+    )
+    assert status == 2
+    assert json.loads(out)["error"]["message"] == (
+        f"{config}:servers.open: its auth is none, not oauth: there is nothing to log in to"
     )
     args = ("auth", "status", "--json", "--config", config, "--server", "web")
     report, done = run_json(*args, env={"MCPL_HOST_INPUT_CLIENT": "client-a"})
