@@ -1,11 +1,15 @@
 """mcpl_host from asyncio: the same Connection and ConnectionManager, awaitable.
 
     import asyncio
-    from mcpl_host import aio
+    import sys
+
+    from mcpl_host import StdioTarget, aio
+
+    demo = StdioTarget.of([sys.executable, "-m", "mcpl_host.demo"])
 
     async def main():
-        async with aio.Connection("python -m mcpl_host.demo") as conn:
-            print(await conn.call_tool("echo", {"text": "hi"}))
+        async with aio.Connection(demo) as conn:
+            print((await conn.call_tool("echo", {"text": "hi"})).text)
 
     asyncio.run(main())
 

@@ -1,8 +1,11 @@
 """mcpl_host from synchronous code: scripts, notebooks, threads.
 
-    from mcpl_host import sync
+    import sys
 
-    with sync.Connection("python -m mcpl_host.demo") as conn:
+    from mcpl_host import StdioTarget, sync
+
+    demo = StdioTarget.of([sys.executable, "-m", "mcpl_host.demo"])
+    with sync.Connection(demo) as conn:
         print(conn.call_tool("echo", {"text": "hi"}).text)
 
 trio runs in a background thread (one per process, started by the first connection or

@@ -1,15 +1,16 @@
 """``mcpl-host``: connect to MCP servers and show what they offer, or make one request.
 
 ``mcpl-host connect [options] TARGET``, ``mcpl-host call [options] --tool NAME
---args JSON TARGET``, ``mcpl-host auth login|status|logout [TARGET]`` and ``mcpl-host
-config list [FILE...]`` (docs/cli.md).
+--args JSON TARGET``, ``mcpl-host auth login|status|logout [TARGET]``, ``mcpl-host
+config list [FILE...]`` and ``mcpl-host completion SHELL`` (docs/cli.md).
 This package is the only place in mcpl_host that configures logging; its modules each
 do one thing: :mod:`.args` (the command line), :mod:`.targets` (which servers),
 :mod:`.run` (connecting and the report), :mod:`.credentials` (the OAuth an HTTP server
 gets), :mod:`.auth` (``auth`` and the login on a terminal), :mod:`.inputs` (VS Code
 inputs asked on a terminal), :mod:`.configs` (``config list``), :mod:`.failure` (error
 kinds, exit status), :mod:`.output` (``--json``), :mod:`.render` (the readable report),
-:mod:`.trace` (``--trace``), :mod:`.logs`.
+:mod:`.trace` (``--trace``), :mod:`.logs`, :mod:`.callargs` (``--args``, ``--arg``),
+:mod:`.outputcheck` (``outputSchema``), :mod:`.save` (``--output``), :mod:`.completion`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from . import auth, logs
 from .args import (
     AuthOptions,
     Call,
+    CompletionOptions,
     ConfigOptions,
     Options,
     UsageError,
@@ -41,13 +43,16 @@ from .args import (
     secret_values,
     wants_json,
 )
+from .completion import script
 from .configs import list_configs, render_config_list
 from .credentials import oauth_for
 from .failure import (
     AUTH_REQUIRED,
     CONFIG_ERROR,
     EXIT_FAILED,
+    EXIT_OK,
     EXIT_USAGE,
+    SAVE_FAILED,
     describe_failure,
     error_object,
     exit_status,
@@ -56,6 +61,7 @@ from .inputs import terminal_inputs
 from .output import write_json
 from .render import Style, render_call, render_connect, render_many, terminal_width
 from .run import Settings, run_server
+from .save import SaveError, save
 from .targets import Plan, Planned, resolve
 
 __all__ = ["main"]
@@ -65,8 +71,10 @@ _INTERRUPTED = 130  # the shell's convention for a command ended by SIGINT
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``); return the exit status:
-    0 success, 1 the server or transport failed, 2 bad usage or configuration, 4
-    authorization required (a person must log in), 5 the authorization flow failed.
+    0 success, 1 the server failed the request or broke the protocol, 2 bad usage or
+    configuration, 3 the tool answered ``isError: true``, 4 authorization required (a
+    person must log in), 5 the authorization flow failed, 6 the server could not be
+    reached (:func:`.failure.exit_status`).
 
     Writes the report on stdout, logs and ``--trace`` on stderr. Raises nothing but
     ``SystemExit`` for ``--help``.
@@ -86,6 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 json=True,
             )
         return EXIT_USAGE
+    if isinstance(options, CompletionOptions):
+        sys.stdout.write(script(options.shell))
+        return EXIT_OK
     logs.configure(options.verbosity, mask)
     if isinstance(options, AuthOptions):
         return _auth(options, mask)
@@ -118,6 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     mask.redactor = Redactor([*mask.redactor.secrets, *learnt])
     if options.json and plan.warnings:
         report["warnings"] = list(plan.warnings)
+    if options.call is not None and options.call.output is not None and "result" in report:
+        _save(report, options.call)
     return _emit(report, mask.redactor, json=options.json, options=options)
 
 
@@ -128,6 +141,19 @@ def _warn(warnings: Sequence[str], redactor: Redactor) -> None:
         for warning in warnings:
             sys.stderr.write(f"mcpl-host: warning: {redactor.log_value(warning, 1000)}\n")
         sys.stderr.flush()
+
+
+def _save(report: dict[str, Any], call: Call) -> None:
+    """``--output``: save the result's binary content; ``saved`` lists what was
+    written. A failure is the report's error (when it has none already), exit 1."""
+    assert call.output is not None
+    try:
+        report["saved"] = save(report["result"], call.method, call.output)
+    except SaveError as exc:
+        report["saved"] = []
+        if report.get("ok"):
+            report["ok"] = False
+            report["error"] = error_object(SAVE_FAILED, exc.message, reason=exc.reason)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -264,7 +290,8 @@ def _emit(
         # Python would complain again when flushing stdout at exit: point it elsewhere.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FAILED
-    return exit_status(report)
+    call = getattr(options, "call", None)
+    return exit_status(report, call.method if isinstance(call, Call) else None)
 
 
 def _write_report(

@@ -10,23 +10,26 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
-import msgspec
-
 from .. import __version__
+from .callargs import ArgumentsError, arguments
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "LOGIN_TIMEOUT",
+    "SHELLS",
     "AuthOptions",
     "Call",
+    "CompletionOptions",
     "ConfigOptions",
     "Options",
     "UsageError",
     "parse",
+    "parser",
     "secret_values",
     "wants_json",
 ]
@@ -44,6 +47,13 @@ _HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _SECRET_OPTIONS: Final = ("--env", "--header", "--bearer")
 _BEARER_ENV: Final = "--bearer-env"
 _HTTP_OPTIONS: Final = "--header, --bearer and --bearer-env"
+SHELLS: Final = ("bash", "zsh", "fish")
+_EXIT_STATUS: Final = (
+    "Exit status: 0 success, 1 the server failed the request or broke the protocol, "
+    "2 bad usage or configuration, 3 the tool answered isError: true, 4 authorization "
+    "required (run: mcpl-host auth login TARGET), 5 the authorization flow failed, 6 the "
+    "server could not be reached. See docs/cli.md."
+)
 
 
 class UsageError(Exception):
@@ -57,10 +67,12 @@ class UsageError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """The one request ``mcpl-host call`` makes: its method and params."""
+    """The one request ``mcpl-host call`` makes: its method and params, and where its
+    binary content is saved (``--output``)."""
 
     method: str
     params: dict[str, Any]
+    output: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +126,14 @@ class ConfigOptions:
     files: tuple[str, ...] = ()
     verbosity: int = 0
     command: str = "config"
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionOptions:
+    """``mcpl-host completion SHELL``: print the shell's completion script."""
+
+    shell: str
+    command: str = "completion"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -280,9 +300,7 @@ def _build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
         prog="mcpl-host",
         allow_abbrev=False,
         description="Connect to an MCP server and show what it offers, or make one request.",
-        epilog="Exit status: 0 success, 1 the server or transport failed, 2 bad usage or "
-        "configuration, 4 authorization required (run: mcpl-host auth login TARGET), "
-        "5 the authorization flow failed. See docs/cli.md.",
+        epilog=_EXIT_STATUS,
     )
     parser.add_argument("--version", action="version", version=f"mcpl-host {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -297,6 +315,7 @@ def _build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
         "call",
         help="make one request (a tool call, a resource read, a prompt get)",
         description="Run the handshake, make one request, and print its result.",
+        epilog=_EXIT_STATUS,
         allow_abbrev=False,
     )
     _add_common(call, many=False)
@@ -305,7 +324,25 @@ def _build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
     what.add_argument("--resource", metavar="URI", help="resources/read this URI")
     what.add_argument("--prompt", metavar="NAME", help="prompts/get this prompt")
     what.add_argument(
-        "--args", metavar="JSON", help="the tool's or prompt's arguments, a JSON object"
+        "--args",
+        metavar="JSON|@FILE|-",
+        help="the tool's or prompt's arguments: a JSON object inline, in FILE (@FILE) or "
+        "on stdin (-)",
+    )
+    what.add_argument(
+        "--arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one argument (repeatable), set over --args: VALUE is taken as JSON when it "
+        'is valid JSON (5, true, null, {...}, "text"), else as a string (for --prompt, '
+        "always the string as written: a prompt's arguments are strings)",
+    )
+    what.add_argument(
+        "--output",
+        metavar="PATH",
+        help="save the result's image, audio and blob content, base64-decoded: to PATH "
+        "(exactly one such item), or into PATH when it is a directory (one file per item)",
     )
     auth = commands.add_parser(
         "auth",
@@ -392,6 +429,15 @@ def _build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
         "--json", action="store_true", help="print exactly one JSON object on stdout"
     )
     config_list.add_argument("files", nargs="*", metavar="FILE", help="config files to show")
+    completion = commands.add_parser(
+        "completion",
+        help="print a shell completion script (bash, zsh or fish)",
+        description="Print the completion script for SHELL, made from this command's own "
+        "options. bash: source <(mcpl-host completion bash); zsh: source <(mcpl-host "
+        "completion zsh); fish: mcpl-host completion fish | source.",
+        allow_abbrev=False,
+    )
+    completion.add_argument("shell", choices=SHELLS, metavar="SHELL", help="bash, zsh or fish")
     return parser, {
         "config list": config_list,
         "connect": connect,
@@ -400,7 +446,14 @@ def _build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
         "auth login": login,
         "auth status": status,
         "auth logout": logout,
+        "completion": completion,
     }
+
+
+def parser() -> argparse.ArgumentParser:
+    """The whole command line's parser (its subcommands' parsers within): what the
+    completion scripts are made from."""
+    return _build()[0]
 
 
 def _add_auth_common(parser: argparse.ArgumentParser, *, required: bool) -> None:
@@ -417,10 +470,13 @@ def _add_auth_common(parser: argparse.ArgumentParser, *, required: bool) -> None
 
 
 def parse(
-    argv: Sequence[str], environ: Mapping[str, str] | None = None
-) -> Options | AuthOptions | ConfigOptions:
+    argv: Sequence[str],
+    environ: Mapping[str, str] | None = None,
+    stdin: Callable[[int], bytes] | None = None,
+) -> Options | AuthOptions | CompletionOptions | ConfigOptions:
     """Parse a command line (without the program name). ``environ`` (default:
-    ``os.environ``) is where ``--bearer-env`` finds its variable.
+    ``os.environ``) is where ``--bearer-env`` finds its variable; ``stdin(limit)``
+    (default: reading ``sys.stdin``) gives ``--args -`` its bytes.
 
     Raises :class:`UsageError` for anything wrong with it; its message never holds an
     ``--env``, ``--header`` or bearer value.
@@ -432,6 +488,10 @@ def parse(
         args, stdio = args[:cut], tuple(args[cut + 1 :])
     parser, commands = _build()
     ns, unknown = parser.parse_known_args(args)
+    if ns.command == "completion":
+        if unknown or stdio is not None:
+            commands["completion"].error("completion takes only the shell's name")
+        return CompletionOptions(ns.shell)
     if ns.command == "auth":
         return _auth_options(commands[f"auth {ns.action}"], ns, unknown, stdio)
     if ns.command == "config":
@@ -464,7 +524,7 @@ def parse(
     if ns.url is not None and ns.env:
         sub.error("--env is for stdio servers; TARGET is a socket")
     headers = _headers(sub, ns, os.environ if environ is None else environ)
-    call = _call(sub, ns) if ns.command == "call" else None
+    call = _call(sub, ns, stdin or _read_stdin) if ns.command == "call" else None
     return Options(
         command=ns.command,
         json=ns.json,
@@ -555,7 +615,13 @@ def _headers(
     return headers
 
 
-def _call(sub: argparse.ArgumentParser, ns: argparse.Namespace) -> Call:
+def _read_stdin(limit: int) -> bytes:
+    return sys.stdin.buffer.read(limit)
+
+
+def _call(
+    sub: argparse.ArgumentParser, ns: argparse.Namespace, stdin: Callable[[int], bytes]
+) -> Call:
     chosen = [
         (flag, value)
         for flag, value in (
@@ -568,22 +634,19 @@ def _call(sub: argparse.ArgumentParser, ns: argparse.Namespace) -> Call:
     if len(chosen) != 1:
         sub.error("call needs exactly one of --tool NAME, --resource URI or --prompt NAME")
     flag, value = chosen[0]
-    arguments: dict[str, Any] = {}
-    if ns.args is not None:
-        if flag == "--resource":
-            sub.error("--args goes with --tool or --prompt, not --resource")
-        try:
-            decoded = msgspec.json.decode(ns.args)
-        except msgspec.DecodeError as exc:
-            sub.error(f"--args is not valid JSON ({exc})")
-        if not isinstance(decoded, dict):
-            sub.error("--args must be a JSON object")
-        arguments = decoded
+    if flag == "--resource" and (ns.args is not None or ns.arg):
+        sub.error("--args and --arg go with --tool or --prompt, not --resource")
+    if ns.output is not None and not ns.output:
+        sub.error("--output needs a path")
+    try:
+        given = arguments(ns.args, ns.arg, stdin, typed=flag == "--tool")
+    except ArgumentsError as exc:
+        sub.error(str(exc))
     if flag == "--tool":
-        return Call("tools/call", {"name": value, "arguments": arguments})
+        return Call("tools/call", {"name": value, "arguments": given}, ns.output)
     if flag == "--prompt":
-        return Call("prompts/get", {"name": value, "arguments": arguments})
-    return Call("resources/read", {"uri": value})
+        return Call("prompts/get", {"name": value, "arguments": given}, ns.output)
+    return Call("resources/read", {"uri": value}, ns.output)
 
 
 def secret_values(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> list[str]:

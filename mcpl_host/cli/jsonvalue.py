@@ -9,9 +9,20 @@ from typing import Any, Final
 import msgspec
 from msgspec import Raw
 
-__all__ = ["plain", "text_of"]
+__all__ = ["ToolOutcome", "plain", "text_of", "tool_error", "tool_outcome"]
 
 _DECODER: Final = msgspec.json.Decoder()
+
+
+class ToolOutcome(msgspec.Struct, frozen=True):
+    """The two members of a tool's result the command acts on (``isError``: exit 3;
+    ``structuredContent``: the outputSchema check); the rest is skipped unbuilt."""
+
+    isError: Any = None  # the wire's name
+    structuredContent: Any = None  # the wire's name
+
+
+_OUTCOME: Final = msgspec.json.Decoder(ToolOutcome)
 
 
 def plain(value: Any) -> Any:
@@ -40,3 +51,21 @@ def text_of(value: Any) -> str:
     if isinstance(value, str):
         return value
     return msgspec.json.encode(value).decode()
+
+
+def tool_outcome(value: Any) -> ToolOutcome:
+    """A tool result's ``isError`` and ``structuredContent`` (both None when the result
+    is not an object, or not JSON). Raises nothing."""
+    try:
+        if isinstance(value, Raw):
+            return _OUTCOME.decode(value)
+        if isinstance(value, dict):
+            return ToolOutcome(value.get("isError"), value.get("structuredContent"))
+    except msgspec.DecodeError:
+        pass
+    return ToolOutcome()
+
+
+def tool_error(value: Any) -> bool:
+    """Whether a tool result says ``isError: true`` (exactly true). Raises nothing."""
+    return tool_outcome(value).isError is True

@@ -156,6 +156,8 @@ def _head(w: _Writer, report: dict[str, Any]) -> None:
         else:
             w.field("server", w.safe(info if info is not None else "(no name)", 200))
     w.field("target", w.safe(report.get("target") or "(none)"))
+    if report.get("transport") == "sse":
+        w.field("transport", "legacy HTTP+SSE (2024-11-05)")
     if report.get("protocolVersion") is not None:
         era = report.get("era")
         shown = f" ({w.safe(era, 16)})" if era is not None else ""
@@ -260,12 +262,45 @@ def _argument(argument: Any) -> str:
 def render_call(
     report: dict[str, Any], method: str, redactor: Redactor, style: Style, width: int
 ) -> str:
-    """The ``call`` report: the server line, then the result as text. Raises nothing."""
+    """The ``call`` report: the server line, then the result as text, then what was
+    found about it (the outputSchema check, the files saved) and the failure, if any.
+    Raises nothing."""
     w = _Writer(redactor, style, width)
     _head(w, report)
+    if "result" in report:
+        _result(w, report, method)
+        _call_facts(w, report)
     if not report.get("ok"):
         _failure(w, report)
-        return w.text()
+    return w.text()
+
+
+def _call_facts(w: _Writer, report: dict[str, Any]) -> None:
+    """``output_schema`` (said only when the tool declared one) and ``saved``."""
+    checked = _object(report.get("output_schema"))
+    status = checked.get("status")
+    if status == "matched":
+        w.field("output", "structuredContent matches the tool's outputSchema", w.style.good)
+    elif status == "mismatched":
+        w.field("output", "structuredContent does not match the tool's outputSchema", w.style.bad)
+    elif status is not None:
+        w.field("output", "not checked: " + w.safe(checked.get("reason", "")))
+    if "saved" in report:
+        saved = [_object(entry) for entry in _items(report.get("saved"))]
+        if not saved and report.get("ok"):
+            w.field("saved", "nothing: the result has no image, audio or blob content")
+        for entry in saved:
+            mime = entry.get("mimeType")
+            what = f"{w.safe(entry.get('from', '?'), 64)}"
+            what += f" {w.safe(mime, 64)}" if mime else ""
+            # One line, never wrapped: a path is there to be copied whole.
+            line = f"{what}, {w.safe(entry.get('bytes'), 32)} bytes -> "
+            line += w.safe(entry.get("path", "?"), 1024)
+            w.lines.append(w.style.bold(f"{'saved':<13} ") + line)
+
+
+def _result(w: _Writer, report: dict[str, Any], method: str) -> None:
+    style = w.style
     result = plain(report.get("result"))
     w.lines.append("")
     if not isinstance(result, dict):
@@ -293,7 +328,6 @@ def render_call(
                 _blocks(w, [message.get("content")])
             else:
                 w.lines.append(style.dim(w.safe(message)))
-    return w.text()
 
 
 def _blocks(w: _Writer, blocks: list[Any]) -> None:

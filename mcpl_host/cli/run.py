@@ -32,7 +32,9 @@ from ..protocol.profiles import era_of
 from ..protocol.redact import Redactor
 from ..transports.targets import HttpTarget, StdioTarget
 from .args import Call
-from .failure import CONFIG_ERROR, describe_failure, error_object
+from .failure import CONFIG_ERROR, OUTPUT_SCHEMA_MISMATCH, describe_failure, error_object
+from .jsonvalue import tool_outcome
+from .outputcheck import MISMATCHED, check_output
 from .targets import Planned
 from .trace import WireWatch
 
@@ -173,19 +175,33 @@ class _ServerRun:
             step = "list"
         else:
             found = {"result": await self._call(conn, call)}
+            if call.method == "tools/call":
+                checked = await check_output(
+                    conn, call.params["name"], tool_outcome(found["result"]), self.settings.timeout
+                )
+                if checked is not None:
+                    found["output_schema"] = checked
             step = "call"
         timings = {
             **_connect_timings(conn, self.planned),
             step: _ms(time.perf_counter() - opened),
             "total": _ms(time.perf_counter() - begun),
         }
-        return {
+        report = {
             "ok": True,
             "target": self.planned.label,
             **self.known,
             "timings_ms": timings,
             **found,
         }
+        checked = found.get("output_schema")
+        if isinstance(checked, dict) and checked["status"] == MISMATCHED:
+            # The result is kept whole: the server answered, and what it sent is shown.
+            report["ok"] = False
+            report["error"] = error_object(
+                OUTPUT_SCHEMA_MISMATCH, checked["message"], method="tools/call"
+            )
+        return report
 
     async def _lists(self, conn: Connection) -> dict[str, list[Raw] | None]:
         """Each list the server advertises, every page of it, within the connection's
@@ -234,7 +250,12 @@ def _failed(
 
 
 def _server_facts(conn: Connection) -> dict[str, Any]:
-    return {
+    facts: dict[str, Any] = {}
+    kind = getattr(conn.transport, "kind", None) if isinstance(conn.target, HttpTarget) else None
+    if kind is not None:
+        # "streamable-http", or "sse": the legacy transport (asked for, or fallen back to).
+        facts["transport"] = kind
+    return facts | {
         "protocolVersion": conn.protocol_version,
         # "stateless" (2026-07-28: server/discover) or "handshake" (initialize).
         "era": era_of(conn.protocol_version) if conn.protocol_version else None,

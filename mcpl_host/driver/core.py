@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import itertools
+import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, Self, TypeAlias, TypeVar, overload
 
@@ -74,6 +75,8 @@ __all__ = ["Driver", "ProgressCallback", "TransportFactory"]
 
 _log = get_logger("mcpl_host.connection")  # the name embedders filter on
 # A new HTTP session after the server ended one (404), when no reconnect policy is set.
+# What starts an address: a URL scheme and its colon (``unix:``, ``tcp://``...).
+_SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _RENEW_SESSION: Final = Reconnect(initial=0.1, maximum=1.0, jitter=0.1, max_attempts=3)
 
 T = TypeVar("T")
@@ -102,6 +105,20 @@ def _check_bounds(
         raise ConfigurationError("write_timeout must be positive")
     if not discover_timeout > 0:
         raise ConfigurationError("discover_timeout must be positive")
+
+
+def _parse_address(text: str) -> Target:
+    """A string target is an address (:func:`parse_target`). What users write first is a
+    command line, which is never split: its error says what to write instead."""
+    try:
+        return parse_target(text)
+    except ConfigurationError as error:
+        if _SCHEME.match(text):
+            raise
+        raise ConfigurationError(
+            f"{error}; a program to run is a StdioTarget: "
+            'StdioTarget.of(["python", "-m", "server"]) (a command line is never split)'
+        ) from None
 
 
 class _State(enum.Enum):
@@ -149,7 +166,7 @@ class Driver(OwnsNursery):
         :class:`~mcpl_host.Connection`'s.
         """
         self.target: Target | TransportFactory = (
-            parse_target(target) if isinstance(target, str) else target
+            _parse_address(target) if isinstance(target, str) else target
         )
         if callable(self.target):
             self.redactor = Redactor(secrets)

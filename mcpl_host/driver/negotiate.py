@@ -92,9 +92,24 @@ class Negotiator:
     async def run(self, epoch: Epoch) -> Established | Failed:
         """Negotiate on ``epoch``: at most two discovers and one initialize. The caller
         bounds the whole of it (``initialize_timeout``)."""
-        probe = bool(self._stateless) and not (
-            self._handshake and ERAS.get(self._era_key) == HANDSHAKE
-        )
+        if getattr(epoch.transport, "handshake_only", False):
+            # The legacy HTTP+SSE transport is 2024-11-05's: no stateless revision runs
+            # over it, so server/discover is not asked there.
+            if not self._handshake:
+                return Failed(
+                    VersionError(
+                        "the legacy HTTP+SSE transport carries only handshake-era revisions "
+                        f"(allowed: {', '.join(self.allowlist)})",
+                        offered=self.allowlist[0],
+                        answered=None,
+                        allowed=self.allowlist,
+                    )
+                )
+            probe = False
+        else:
+            probe = bool(self._stateless) and not (
+                self._handshake and ERAS.get(self._era_key) == HANDSHAKE
+            )
         revision: str | None = None
         for _round in range(2):
             if probe:

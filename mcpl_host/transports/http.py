@@ -39,6 +39,11 @@ requests at once; the GET stream is reopened after the server's ``retry`` with a
 and a backoff (sse_reopen.py); the session id and event ids are checked before they go
 back in a header (http_headers.py).
 
+When the server refuses the first POST with 400, 404 or 405 (and a body that is not
+JSON-RPC), the transport GETs the URL for a legacy HTTP+SSE server's event stream and,
+given its endpoint, carries the session over that transport (http_legacy.py); an
+``"sse"`` target uses it from the start. ``kind`` says which is in use.
+
 The HTTP/1.1 client is http_pool.py's (h11 over trio streams, a keep-alive pool); httpx
 only runs the authorization flow's own requests, when the target has ``auth``.
 """
@@ -70,8 +75,17 @@ from ..protocol.request_headers import VERSION_HEADER, ToolHeaders, request_head
 from ..protocol.sse import SseDecoder, SseEvent
 from .http_body import content_kind, read_chunks
 from .http_headers import Refused, echoable_event_id, session_id
-from .http_pool import HttpPool, HttpResponse, ReadError, RemoteProtocolError, environment_proxy
-from .http_target import HttpTarget, describe_http
+from .http_legacy import LegacySession, NoStream, status_text
+from .http_pool import (
+    ConnectError,
+    HttpClientError,
+    HttpPool,
+    HttpResponse,
+    ReadError,
+    RemoteProtocolError,
+    environment_proxy,
+)
+from .http_target import HttpTarget, HttpTransportKind, describe_http
 from .sse_reopen import Reopening, retry_seconds
 
 if TYPE_CHECKING:
@@ -87,6 +101,13 @@ _USER_AGENT: Final = b"mcpl-host"
 _MAX_RESUMES: Final = 10  # resumptions of one POST's stream before its requests fail
 _DELETE_BOUND: Final = 2.0
 _INBOUND_BUFFER: Final = 64
+# A refusal of the first POST with one of these (and a body that is not JSON-RPC: a
+# Streamable HTTP server's own refusal is one) sends the host to the legacy transport
+# (the specification's backwards compatibility rule, narrowed to these by 2025-11-25).
+_FALLBACK_STATUSES: Final = frozenset({400, 404, 405})
+_PATH_HINT: Final = (
+    "check the URL's path (Streamable HTTP servers usually serve /mcp, legacy SSE servers /sse)"
+)
 # The pool (http_pool.py): HTTP/1.1 carries one exchange per connection, so this many requests
 # (and streams) to one server at once; past it a request waits for a slot, within its
 # timeout. Idle connections kept for reuse are the only sockets that outlive a request.
@@ -112,9 +133,21 @@ _peek_one = msgspec.json.Decoder(_Peek)
 _peek_many = msgspec.json.Decoder(list[_Peek])
 _cancel_params = msgspec.json.Decoder(_CancelParams | None)
 _plain = msgspec.json.Decoder()
+
 # A request of the stateless revision names it in its _meta: the cheap test before its
 # params are decoded for the headers they give.
 _STATELESS_MARK: Final = PROTOCOL_VERSION.encode()
+
+
+def _is_json_rpc(body: bytes) -> bool:
+    """Whether an error's body is a JSON-RPC message (or a batch of them): the refusal
+    of a server that speaks MCP over this POST, never a reason to fall back."""
+    try:
+        value = _plain.decode(body)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    values = value if isinstance(value, list) else [value]
+    return any(isinstance(v, dict) and v.get("jsonrpc") == "2.0" for v in values)
 
 
 def _peek(line: bytes) -> list[_Peek]:
@@ -201,7 +234,8 @@ class HttpStream(trio.abc.Stream):
 
 
 class HttpTransport:
-    """One session with a Streamable HTTP server."""
+    """One session with a Streamable HTTP server, or with a legacy HTTP+SSE one
+    (http_legacy.py): ``kind`` says which is in use."""
 
     def __init__(
         self,
@@ -214,6 +248,12 @@ class HttpTransport:
     ) -> None:
         self.target = target
         self.description = describe_http(target)
+        # "sse" once the legacy transport carries the session (from the start for an
+        # "sse" target, after the fallback for a "streamable-http" one).
+        self.kind: HttpTransportKind = "streamable-http"
+        self._legacy: LegacySession | None = None
+        self._probed: LegacySession | NoStream | None = None  # the fallback's GET, once
+        self._proven = False  # a POST was answered 2xx: the fallback is over
         self._redactor = redactor
         self._max = max_message_bytes
         self._pool = pool
@@ -293,6 +333,56 @@ class HttpTransport:
             if self._auth_client is not None:
                 await self._auth_client.aclose()
         self._log_budget.flush()
+
+    @property
+    def handshake_only(self) -> bool:
+        """The legacy transport is in use: it is 2024-11-05's, and carries only the
+        handshake era (the connection asks no ``server/discover`` over it)."""
+        return self._legacy is not None
+
+    async def open_legacy(self) -> None:
+        """Open the legacy session (an ``"sse"`` target): GET the URL and read its
+        stream up to the endpoint event.
+
+        Raises:
+            TransportError: no connection (``reason="connect-failed"``), no event stream
+                at the URL or no endpoint event in time (``"no-endpoint"``), an endpoint
+                refused (``"endpoint-refused"``).
+            AuthorizationRequired, AuthorizationError: the GET was not authorized.
+        """
+        try:
+            found = await LegacySession.open(self)
+        except ConnectError as exc:
+            raise self._unreachable(exc) from None
+        except trio.TooSlowError:
+            raise TransportError(
+                f"GET {self.description}: no response within {self.target.timeout:g} s",
+                reason="no-endpoint",
+            ) from None
+        except HttpClientError as exc:
+            raise TransportError(
+                f"GET {self.description}: the answer broke off ({type(exc).__name__})",
+                reason="no-endpoint",
+            ) from None
+        if isinstance(found, NoStream):
+            raise TransportError(
+                f"GET {self.description} -> {found.describe()}: no SSE stream there; check "
+                "the URL's path (legacy SSE servers usually serve /sse; for a Streamable "
+                "HTTP server, usually at /mcp, drop the sse+ prefix)",
+                reason="no-endpoint",
+            )
+        self._use_legacy(found)
+
+    def _use_legacy(self, session: LegacySession) -> None:
+        assert self._tasks is not None
+        self._legacy = session
+        self.kind = "sse"
+        self._proven = True
+        self._tasks.start_soon(session.listen)
+
+    def _unreachable(self, exc: ConnectError) -> TransportError:
+        where = f"{exc.where} ({self.description})" if exc.where else self.description
+        return TransportError(f"cannot connect to {where}: {exc.why}", reason="connect-failed")
 
     def use_revision(self, revision: str) -> None:
         """The connection accepted ``revision`` for this session: from now on its
@@ -392,6 +482,7 @@ class HttpTransport:
         content: bytes | None = None,
         *,
         may_authorize: bool = False,
+        target: bytes | None = None,
     ) -> HttpResponse:
         """One exchange, its response's headers due within the target's timeout (a read
         timeout would bound every quiet moment of a stream too): connecting, a free
@@ -414,19 +505,25 @@ class HttpTransport:
         # every reopening of the stream).
         if self._auth is None:
             # The common case: one attempt, no header of the answer to read here.
-            response = await self._request(method, headers, content)
+            response = await self._request(method, headers, content, target)
             if response.status_code not in (401, 403):
                 return response
-            return await self._authorize(method, headers, content, response, may_authorize)
-        return await self._authorize(method, headers, content, None, may_authorize)
+            return await self._authorize(
+                method, headers, content, response, may_authorize, target=target
+            )
+        return await self._authorize(method, headers, content, None, may_authorize, target=target)
 
     async def _request(
-        self, method: bytes, headers: list[tuple[bytes, bytes]], content: bytes | None
+        self,
+        method: bytes,
+        headers: list[tuple[bytes, bytes]],
+        content: bytes | None,
+        target: bytes | None = None,
     ) -> HttpResponse:
         """Raises trio.TooSlowError when the response's head is not there in time."""
         # A plain scope rather than trio.fail_after: no generator per exchange.
         with trio.CancelScope(deadline=trio.current_time() + self.target.timeout) as bounded:
-            return await self._pool.request(method, headers, content)
+            return await self._pool.request(method, headers, content, target)
         assert bounded.cancelled_caught
         raise trio.TooSlowError
 
@@ -437,6 +534,8 @@ class HttpTransport:
         content: bytes | None,
         response: HttpResponse | None,
         may_authorize: bool,
+        *,
+        target: bytes | None = None,
     ) -> HttpResponse:
         """The exchange with authorization in the loop: each attempt carries the auth
         session's headers, and a 401 or 403 is the session's to answer (``response``:
@@ -447,7 +546,7 @@ class HttpTransport:
             if response is None:
                 sent = await self._auth.headers(name, self.target.url) if self._auth else {}
                 extra = [(k.encode("ascii"), v.encode("ascii")) for k, v in sent.items()]
-                response = await self._request(method, headers + extra, content)
+                response = await self._request(method, headers + extra, content, target)
             else:
                 sent = {}
             if self._auth is not None:
@@ -538,11 +637,14 @@ class HttpTransport:
     async def _exchange(
         self, line: bytes, waiting: set[Any], stateless: dict[str, str] | None = None
     ) -> None:
-        headers = self._headers(_ACCEPT_POST, stateless=stateless)
-        headers.append((b"Content-Type", b"application/json"))
         try:
+            if self._legacy is not None:
+                await self._legacy.exchange(line, waiting)
+                return
+            headers = self._headers(_ACCEPT_POST, stateless=stateless)
+            headers.append((b"Content-Type", b"application/json"))
             with await self._open(b"POST", headers, line, may_authorize=bool(waiting)) as response:
-                await self._answer(response, waiting, stateless=bool(stateless))
+                await self._answer(response, line, waiting, stateless=bool(stateless))
         except trio.TooSlowError as exc:
             # A slow answer fails the requests it carried, not the session.
             self._log.warning("HTTP request timed out", error=type(exc).__name__)
@@ -554,6 +656,19 @@ class HttpTransport:
             # typed error (a later request may find the server authorized).
             self._log.info("HTTP request not authorized", error=type(exc).__name__)
             await self._unanswered(waiting, exc.message, error=exc)
+        except ConnectError as exc:
+            if not self._proven:
+                # Nothing of the server was ever seen: the connect fails with these
+                # words (a server lost later is the connection's to reconnect to).
+                self._log.info("HTTP connect failed", detail=self._safe(exc.why))
+                await self._unanswered(waiting, exc.why, error=self._unreachable(exc))
+            else:
+                self._log.warning("HTTP connect failed", detail=self._safe(exc.why))
+            self._end("connect-failed")
+        except TransportError as exc:  # the fallback found no legacy server either
+            self._log.info("HTTP transport failed", reason=exc.reason)
+            await self._unanswered(waiting, exc.message, error=exc)
+            self._end(exc.reason)
         except Exception as exc:  # HttpClientError, or a bug: never out of the transport
             self._log.warning(
                 "HTTP request failed", error=type(exc).__name__, detail=self._safe(str(exc))
@@ -561,9 +676,11 @@ class HttpTransport:
             self._end("read-failed")
 
     async def _answer(
-        self, response: HttpResponse, waiting: set[Any], *, stateless: bool = False
+        self, response: HttpResponse, line: bytes, waiting: set[Any], *, stateless: bool = False
     ) -> None:
         status = response.status_code
+        if 200 <= status < 300:
+            self._proven = True
         # A stateless POST has no session: an Mcp-Session-Id on its answer is not one to
         # keep (nor to end with DELETE), and a 404 is only that request's answer. Nor is
         # a session opened by a refusal: a server may set one on its 400 to a request
@@ -586,7 +703,57 @@ class HttpTransport:
                 await self._json(body, waiting)
         else:
             body = await self._body(response)
+            if (
+                status in _FALLBACK_STATUSES
+                and not self._proven
+                and self.target.transport == "streamable-http"
+                and not _is_json_rpc(body or b"")
+            ):
+                response.close()  # its connection is free for the GET
+                await self._fall_back(status, line, waiting)
+                return
             await self._refused(status, body or b"", waiting)
+
+    async def _fall_back(self, status: int, line: bytes, waiting: set[Any]) -> None:
+        """The first POST was refused with 400, 404 or 405: GET the URL for a legacy
+        server's event stream (once), and carry on over it when its endpoint event comes.
+
+        ``server/discover`` is not asked over the legacy transport (it carries only the
+        handshake era): its refusal stands, and sends the connection to ``initialize``,
+        which then goes to the legacy server (or, with no event stream at the URL,
+        POSTed again: a Streamable HTTP server may refuse only discover). Any other
+        first message is sent again over the legacy transport.
+
+        Raises:
+            TransportError: no event stream at the URL either, for a message that is
+                not ``server/discover`` (``reason="no-endpoint"``: the message names
+                both answers), or an endpoint refused.
+        """
+        discover = any(m.method == "server/discover" for m in _peek(line))
+        if self._probed is None:
+            self._log.info("POST refused: looking for a legacy SSE stream", status=status)
+            self._probed = await LegacySession.open(self)
+        found = self._probed
+        if isinstance(found, NoStream):
+            if discover:
+                await self._unanswered(waiting, f"HTTP {status}")
+                return
+            raise TransportError(
+                f"POST {self.description} -> {status_text(status)} and no SSE stream there "
+                f"(GET -> {found.describe()}): {_PATH_HINT}",
+                reason="no-endpoint",
+            )
+        if self._legacy is None:
+            self._log.info(
+                "legacy transport in use",
+                transport="sse",
+                reason=f"POST -> {status}; GET gave an SSE stream and its endpoint",
+            )
+            self._use_legacy(found)
+        if discover:
+            await self._unanswered(waiting, f"HTTP {status}")
+        else:
+            await found.exchange(line, waiting)
 
     def _take_session_id(self, response: HttpResponse) -> bool:
         """Keep the server's first ``Mcp-Session-Id``; False (the transport ending) when
@@ -607,7 +774,7 @@ class HttpTransport:
         if self._tasks is None or self._closed:
             raise trio.ClosedResourceError("the HTTP transport is closed")
         await self._post(line, self._track(messages))
-        if not self._listening:
+        if not self._listening and self._legacy is None:  # the legacy GET is open already
             self._listening = True
             self._tasks.start_soon(self._listen)
             with trio.move_on_after(self.target.timeout):
@@ -832,11 +999,16 @@ async def open_http(
     redactor: Redactor,
     max_message_bytes: int | None = None,
 ) -> HttpTransport:
-    """Open a session with the server at ``target`` (nothing is sent until the
-    connection writes initialize). The transport's tasks run in ``nursery``.
+    """Open a session with the server at ``target`` (for a Streamable HTTP one nothing
+    is sent until the connection writes its first message; for a legacy ``"sse"`` one
+    the event stream is opened and its endpoint read). The transport's tasks run in
+    ``nursery``.
 
     Raises:
-        TransportError: the HTTP client could not be set up.
+        TransportError: the HTTP client could not be set up; for an ``"sse"`` target,
+            see :meth:`HttpTransport.open_legacy`.
+        AuthorizationRequired, AuthorizationError: an ``"sse"`` target's GET was not
+            authorized.
     """
     try:
         context = target.ssl_context
@@ -875,4 +1047,10 @@ async def open_http(
         auth_client=auth_client,
     )
     await nursery.start(transport.serve)
+    if target.transport == "sse":
+        try:
+            await transport.open_legacy()
+        except BaseException:
+            await transport.aclose()
+            raise
     return transport

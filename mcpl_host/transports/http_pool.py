@@ -27,7 +27,9 @@ bounds an exchange (HttpTransport._open).
 from __future__ import annotations
 
 import base64
+import os
 import select
+import socket
 import ssl
 import zlib
 from typing import Final
@@ -62,7 +64,36 @@ class HttpClientError(Exception):
 
 
 class ConnectError(HttpClientError):
-    """No connection could be made (refused, unreachable, TLS handshake failed)."""
+    """No connection could be made (refused, unreachable, TLS handshake failed).
+
+    ``why`` says what went wrong in a few words (``"connection refused"``), ``where``
+    the ``host:port`` it was tried on (the proxy's when there is one): the text a person
+    reads, never a repr."""
+
+    def __init__(self, message: str, *, why: str = "", where: str = "") -> None:
+        super().__init__(message)
+        self.why = why or message
+        self.where = where
+
+
+def _why(exc: BaseException) -> str:
+    """What an OSError of connecting says, in a few words: trio's own ("all attempts to
+    connect to ... failed") hides the errno's text in the group it chains."""
+    seen: list[BaseException] = [exc]
+    while seen:
+        found = seen.pop(0)
+        if isinstance(found, OSError) and found.strerror:
+            # trio's strerror names the address too ("Error connecting to (...): ..."):
+            # the errno's own words, where it has one (a resolver's error has not).
+            text = found.strerror
+            if found.errno and found.errno > 0 and not isinstance(found, socket.gaierror):
+                text = os.strerror(found.errno)
+            return text[:1].lower() + text[1:]
+        if isinstance(found, BaseExceptionGroup):
+            seen.extend(found.exceptions)
+        if found.__cause__ is not None:
+            seen.append(found.__cause__)
+    return str(exc) or type(exc).__name__
 
 
 class WriteError(HttpClientError):
@@ -363,10 +394,20 @@ class HttpPool:
         self._idle: list[_Connection] = []
         self._closed = False
 
-    async def request(self, method: bytes, headers: Headers, body: bytes | None) -> HttpResponse:
+    def target_of(self, path: str) -> bytes:
+        """The request target for ``path`` (a path and query, printable ASCII) on this
+        pool's origin: as it is, or the whole URL through an ``http://`` proxy."""
+        if self._proxy is not None and not self.tls:
+            return b"http://" + self.host_header + path.encode("ascii")
+        return path.encode("ascii")
+
+    async def request(
+        self, method: bytes, headers: Headers, body: bytes | None, target: bytes | None = None
+    ) -> HttpResponse:
         """Send one request (``headers`` after :attr:`base_headers`; ``Content-Length``
         is added for a body) and return once its response's head has arrived. The caller
-        closes the response (:meth:`HttpResponse.close`).
+        closes the response (:meth:`HttpResponse.close`). ``target``: another request
+        target on the same origin (:meth:`target_of`) than the pool's URL.
 
         Raises:
             ConnectError, WriteError, ReadError, RemoteProtocolError: as their names say.
@@ -386,7 +427,7 @@ class HttpPool:
             all_headers = self.base_headers + headers
             if body is not None:
                 all_headers.append((b"Content-Length", b"%d" % len(body)))
-            request = h11.Request(method=method, target=self.target, headers=all_headers)
+            request = h11.Request(method=method, target=target or self.target, headers=all_headers)
             await connection.send(request, body)
             return HttpResponse(self, connection, await _head(connection))
         except BaseException:
@@ -410,7 +451,11 @@ class HttpPool:
         try:
             tcp = await trio.open_tcp_stream(host, port)
         except OSError as exc:
-            raise ConnectError(f"cannot connect: {exc!r}") from exc
+            where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            if self._proxy is not None:
+                where = f"the proxy at {where}"
+            why = _why(exc)
+            raise ConnectError(f"cannot connect to {where}: {why}", why=why, where=where) from exc
         if self._ssl_context is None:
             return _Connection(tcp, tcp.socket)
         if self._proxy is not None:
@@ -427,7 +472,9 @@ class HttpPool:
         except BaseException as exc:
             tcp.socket.close()
             if isinstance(exc, (trio.BrokenResourceError, OSError)):
-                raise ConnectError(f"the TLS handshake failed: {exc!r}") from exc
+                why = f"the TLS handshake failed: {_why(exc)}"
+                where = f"{self._host}:{self._port}"
+                raise ConnectError(f"{where}: {why}", why=why, where=where) from exc
             raise
         return _Connection(tls, tcp.socket)
 

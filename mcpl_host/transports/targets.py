@@ -1,5 +1,5 @@
-"""Where a server lives: a program to spawn, a TCP address, a Unix socket path or a
-WebSocket URL.
+"""Where a server lives: a program to spawn, a TCP address, a Unix socket path, a
+WebSocket URL or an HTTP URL (Streamable HTTP, or the legacy HTTP+SSE transport).
 
 Targets are plain frozen values, validated when built, so a bad configuration fails
 before anything is spawned or dialled (and is never retried: :class:`ConfigurationError`

@@ -13,7 +13,7 @@ ERROR_FIELDS = {"kind", "message", "code", "data"}
 def test_a_server_that_exits_at_once_is_transport_closed(tmp_path: Path) -> None:
     argv = server(tmp_path, "quits", 'print("no config found", file=sys.stderr)\n')
     report, done = run_json("connect", "--json", "--", *argv)
-    assert done.returncode == 1
+    assert done.returncode == 6  # the process ended before answering: unreachable
     assert report["ok"] is False
     error = report["error"]
     assert set(error) >= ERROR_FIELDS
@@ -37,7 +37,7 @@ def test_the_stderr_tail_in_the_report_is_escaped_and_cut(tmp_path: Path) -> Non
         """,
     )
     report, done = run_json("connect", "--json", "--", *argv)
-    assert done.returncode == 1
+    assert done.returncode == 6
     assert report["error"]["kind"] == "transport-closed"
     # Control, format and separator characters as \uXXXX text; cut at 256 UTF-16 units,
     # the cut mark included, never inside the surrogate pair.
@@ -103,7 +103,7 @@ def test_a_server_that_never_answers_times_out(tmp_path: Path) -> None:
 def test_a_missing_program_is_spawn_failed(tmp_path: Path) -> None:
     missing = str(tmp_path / "no-such-server")
     report, done = run_json("connect", "--json", "--", missing, "--flag")
-    assert done.returncode == 1
+    assert done.returncode == 6
     assert report["error"]["kind"] == "spawn-failed"
     assert "no-such-server" in report["error"]["message"]
 
@@ -172,7 +172,7 @@ def test_an_initialize_error_without_a_code_is_reported_without_one(tmp_path: Pa
 
 def test_a_socket_nobody_listens_on(tmp_path: Path) -> None:
     report, done = run_json("connect", "--json", f"unix:{tmp_path / 'none.sock'}")
-    assert done.returncode == 1
+    assert done.returncode == 6
     assert report["error"]["kind"] == "transport-closed"
     assert report["error"]["reason"] == "connect-failed"
 
@@ -180,6 +180,6 @@ def test_a_socket_nobody_listens_on(tmp_path: Path) -> None:
 def test_the_readable_report_of_a_failure_has_the_same_exit_status(tmp_path: Path) -> None:
     argv = server(tmp_path, "quits", "")
     done = run("connect", "--", *argv)
-    assert done.returncode == 1
+    assert done.returncode == 6
     assert "transport-closed" in done.stdout
     assert done.stdout.count("{") == 0  # not JSON

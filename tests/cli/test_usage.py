@@ -36,7 +36,7 @@ from .helpers import run
         ),
         (["call", "--resource", "demo://readme", "--args", "{}", "--demo"], "not --resource"),
         (["call", "--tool", "echo", "--args", "[1]", "--demo"], "must be a JSON object"),
-        (["call", "--tool", "echo", "--args", "{", "--demo"], "not valid JSON"),
+        (["call", "--tool", "echo", "--args", "{", "--demo"], "is not JSON: "),
         (["connect", "--bogus", "--demo"], "unrecognized arguments: --bogus"),
         (["explode"], "invalid choice"),
     ],

@@ -350,3 +350,15 @@ def test_a_secret_in_a_url_target_never_shows() -> None:
         Connection(f"tcp://user:{CANARY}@127.0.0.1:9")
     assert CANARY not in str(info.value)
     assert CANARY not in repr(info.value.__dict__)
+
+
+def test_a_command_line_as_target_is_told_how_to_run_a_program() -> None:
+    # What users write first (the docs once did): a string target is an address, and a
+    # command line is never split; the error says what to write instead, and repeats
+    # none of the string (a command line can carry a token).
+    with pytest.raises(ConfigurationError) as info:
+        Connection(f"python -m server --token {CANARY}")
+    message = str(info.value)
+    assert "StdioTarget.of([" in message
+    assert "tcp://" in message  # what a string target is
+    assert CANARY not in message

@@ -4,6 +4,7 @@ Run it over stdio, or over Streamable HTTP on 127.0.0.1:PORT at /mcp::
 
     python tests/interop/sdk_server.py
     python tests/interop/sdk_server.py --http PORT
+    python tests/interop/sdk_server.py --sse PORT     # legacy HTTP+SSE: GET /sse
 
 It uses the SDK's high-level API, which in mcp 2.x is `mcp.server.mcpserver.MCPServer`
 (the successor of v1's `FastMCP`; `mcp.server.fastmcp` no longer exists). Everything it
@@ -373,5 +374,7 @@ async def main() -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--http"]:
         anyio.run(functools.partial(server.run_streamable_http_async, port=int(sys.argv[2])))
+    elif sys.argv[1:2] == ["--sse"]:  # the legacy HTTP+SSE transport: GET /sse, POST /messages/
+        anyio.run(functools.partial(server.run_sse_async, port=int(sys.argv[2])))
     else:
         anyio.run(main)

@@ -46,9 +46,11 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def over_http(argv: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
-    """Run a server that listens on ``port``; yield its /mcp URL once it accepts, and
-    stop it afterwards."""
+def over_http(
+    argv: list[str], port: int, env: dict[str, str] | None = None, path: str = "/mcp"
+) -> Iterator[str]:
+    """Run a server that listens on ``port``; yield its URL (``path``: /mcp) once it
+    accepts, and stop it afterwards."""
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
@@ -58,7 +60,7 @@ def over_http(argv: list[str], port: int, env: dict[str, str] | None = None) -> 
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"{argv[:2]} did not listen on {port}")
             time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}{path}"
     finally:
         proc.terminate()
         try:
@@ -82,3 +84,21 @@ def sdk_server_http() -> contextlib.AbstractContextManager[str]:
     """The official Python SDK server over its Streamable HTTP app on a free port."""
     port = _free_port()
     return over_http([sys.executable, str(HERE / "sdk_server.py"), "--http", str(port)], port)
+
+
+def everything_sse() -> contextlib.AbstractContextManager[str]:
+    """server-everything in its legacy ``sse`` mode (GET /sse, POST /message)."""
+    node = shutil.which("node")
+    assert node is not None, "node is needed for the interop tests"
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "NODE_EXTRA_CA_CERTS"}
+    env["PORT"] = str(port)
+    return over_http([node, str(EVERYTHING), "sse"], port, env, path="/sse")
+
+
+def sdk_server_sse() -> contextlib.AbstractContextManager[str]:
+    """The official Python SDK server over its legacy HTTP+SSE app (GET /sse, POST
+    /messages/) on a free port."""
+    port = _free_port()
+    argv = [sys.executable, str(HERE / "sdk_server.py"), "--sse", str(port)]
+    return over_http(argv, port, path="/sse")
