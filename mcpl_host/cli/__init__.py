@@ -1,12 +1,13 @@
 """``mcpl-host``: connect to MCP servers and show what they offer, or make one request.
 
 ``mcpl-host connect [options] TARGET``, ``mcpl-host call [options] --tool NAME
---args JSON TARGET``, ``mcpl-host auth login|status|logout [TARGET]`` and ``mcpl-host
-completion SHELL`` (docs/cli.md).
+--args JSON TARGET``, ``mcpl-host auth login|status|logout [TARGET]``, ``mcpl-host
+config list [FILE...]`` and ``mcpl-host completion SHELL`` (docs/cli.md).
 This package is the only place in mcpl_host that configures logging; its modules each
 do one thing: :mod:`.args` (the command line), :mod:`.targets` (which servers),
 :mod:`.run` (connecting and the report), :mod:`.credentials` (the OAuth an HTTP server
-gets), :mod:`.auth` (``auth`` and the login on a terminal), :mod:`.failure` (error
+gets), :mod:`.auth` (``auth`` and the login on a terminal), :mod:`.inputs` (VS Code
+inputs asked on a terminal), :mod:`.configs` (``config list``), :mod:`.failure` (error
 kinds, exit status), :mod:`.output` (``--json``), :mod:`.render` (the readable report),
 :mod:`.signature` (a tool's signature in it), :mod:`.trace` (``--trace``), :mod:`.logs`,
 :mod:`.callargs` (``--args``, ``--arg``), :mod:`.outputcheck` (``outputSchema``),
@@ -36,6 +37,7 @@ from .args import (
     AuthOptions,
     Call,
     CompletionOptions,
+    ConfigOptions,
     Options,
     UsageError,
     parse,
@@ -43,6 +45,7 @@ from .args import (
     wants_json,
 )
 from .completion import script
+from .configs import list_configs, render_config_list
 from .credentials import oauth_for
 from .failure import (
     AUTH_REQUIRED,
@@ -56,6 +59,7 @@ from .failure import (
     error_object,
     exit_status,
 )
+from .inputs import terminal_inputs
 from .output import write_json
 from .render import Style, render_call, render_connect, render_many, terminal_width
 from .run import Settings, run_server
@@ -114,23 +118,42 @@ def _main(args: list[str], mask: logs.LogMask, interrupts: Interrupts) -> int:
     logs.configure(options.verbosity, mask)
     if isinstance(options, AuthOptions):
         return _auth(options, mask, interrupts)
+    if isinstance(options, ConfigOptions):
+        report, found = list_configs(options.files)
+        mask.redactor = Redactor([*mask.redactor.secrets, *found.secrets])
+        return _emit(
+            report, mask.redactor, json=options.json, options=options, interrupts=interrupts
+        )
     store = user_store()
     try:
         if options.versions is not None:
             validate_allowlist(options.versions)
-        plan = resolve(options, store)
+        plan = resolve(options, store, terminal_inputs)
     except ConfigurationError as exc:
         report = {"ok": False, "target": None, "error": describe_failure(exc, mask.redactor)}
         return _emit(report, mask.redactor, json=options.json, interrupts=interrupts)
     mask.redactor = Redactor([*mask.redactor.secrets, *plan.redactor.secrets])
+    if not options.json:
+        _warn(plan.warnings, mask.redactor)
     redactors: list[Redactor] = []
     report = interrupts.run(_run, options, plan, _Run(store, mask, redactors, interrupts))
     # What the connections learnt while connected (tokens) is masked in the report too.
     learnt = [secret for redactor in redactors for secret in redactor.secrets]
     mask.redactor = Redactor([*mask.redactor.secrets, *learnt])
+    if options.json and plan.warnings:
+        report["warnings"] = list(plan.warnings)
     if options.call is not None and options.call.output is not None and "result" in report:
         _save(report, options.call)
     return _emit(report, mask.redactor, json=options.json, options=options, interrupts=interrupts)
+
+
+def _warn(warnings: Sequence[str], redactor: Redactor) -> None:
+    """A config file's warnings, on stderr before the report (``--json`` puts them in
+    the report's ``warnings`` instead)."""
+    with contextlib.suppress(OSError):
+        for warning in warnings:
+            sys.stderr.write(f"mcpl-host: warning: {redactor.log_value(warning, 1000)}\n")
+        sys.stderr.flush()
 
 
 def _save(report: dict[str, Any], call: Call) -> None:
@@ -244,7 +267,8 @@ async def _login(
 def _auth(options: AuthOptions, mask: logs.LogMask, interrupts: Interrupts) -> int:
     """``mcpl-host auth login|status|logout``."""
     try:
-        target = auth.auth_target(options)
+        wanted = None if options.server is None else [options.server]
+        target = auth.auth_target(options, terminal_inputs(wanted))
         if target is not None:
             mask.redactor = Redactor([*mask.redactor.secrets, *target.secrets])
         store = FileTokenStore()
@@ -288,7 +312,7 @@ def _emit(
     *,
     json: bool,
     interrupts: Interrupts,
-    options: Options | AuthOptions | None = None,
+    options: Options | AuthOptions | ConfigOptions | None = None,
 ) -> int:
     """Write the report on stdout; return the exit status it means (1 when stdout was
     closed before the report was whole, as by ``| head``, unless a signal ended the
@@ -317,7 +341,7 @@ def _write_report(
     redactor: Redactor,
     *,
     json: bool,
-    options: Options | AuthOptions | None,
+    options: Options | AuthOptions | ConfigOptions | None,
 ) -> None:
     if json:
         write_json(report, redactor, sys.stdout)
@@ -325,6 +349,8 @@ def _write_report(
         style, width = Style.for_stream(sys.stdout), terminal_width()
         if isinstance(options, AuthOptions):
             text = auth.render_auth(report, options.action, redactor, style)
+        elif isinstance(options, ConfigOptions):
+            text = render_config_list(report, redactor, style)
         elif "servers" in report:
             text = render_many(report, redactor, style, width)
         elif options is not None and options.call is not None:

@@ -28,6 +28,7 @@ __all__ = [
     "AuthOptions",
     "Call",
     "CompletionOptions",
+    "ConfigOptions",
     "Options",
     "UsageError",
     "parse",
@@ -130,6 +131,18 @@ class AuthOptions:
     port: int = 0
     force: bool = False
     command: str = "auth"
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigOptions:
+    """A parsed ``mcpl-host config list [--json] [FILE...]`` command line: no FILE
+    means the config files of the clients installed on this machine."""
+
+    action: str  # "list"
+    json: bool = False
+    files: tuple[str, ...] = ()
+    verbosity: int = 0
+    command: str = "config"
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,9 +294,15 @@ def _add_common(parser: argparse.ArgumentParser, *, many: bool) -> None:
     )
     where.add_argument("--demo", action="store_true", help="the bundled demo server")
     where.add_argument(
-        "--config", metavar="FILE", help="an mcpServers JSON file (with --server or --all)"
+        "--config",
+        metavar="FILE",
+        help="a config file of Claude Desktop, Claude Code, VS Code, Cursor or Windsurf",
     )
-    where.add_argument("--server", metavar="NAME", help="the server of --config to use")
+    where.add_argument(
+        "--server",
+        metavar="NAME",
+        help="the server of --config to use (needed when it has more than one enabled)",
+    )
     if many:
         where.add_argument(
             "--all", dest="all_servers", action="store_true", help="every server of --config"
@@ -407,6 +426,27 @@ def _build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
         allow_abbrev=False,
     )
     _add_auth_common(logout, required=False)
+    config = commands.add_parser(
+        "config",
+        help="list the MCP client config files on this machine and their servers",
+        description="Config files of Claude Desktop, Claude Code, VS Code, Cursor and Windsurf.",
+        allow_abbrev=False,
+    )
+    config_actions = config.add_subparsers(dest="action", required=True, metavar="ACTION")
+    config_list = config_actions.add_parser(
+        "list",
+        help="show each config file found (or given) and its servers",
+        description="Show each config file and its servers: name, type and target "
+        "(never env values, header values or tokens). Without FILE: the files of the "
+        "clients installed on this machine (user files under $HOME, %APPDATA% or "
+        "$XDG_CONFIG_HOME) and the project files of the current directory (.mcp.json, "
+        ".vscode/mcp.json, .cursor/mcp.json).",
+        allow_abbrev=False,
+    )
+    config_list.add_argument(
+        "--json", action="store_true", help="print exactly one JSON object on stdout"
+    )
+    config_list.add_argument("files", nargs="*", metavar="FILE", help="config files to show")
     completion = commands.add_parser(
         "completion",
         help="print a shell completion script (bash, zsh or fish)",
@@ -417,6 +457,7 @@ def _build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
     )
     completion.add_argument("shell", choices=SHELLS, metavar="SHELL", help="bash, zsh or fish")
     return parser, {
+        "config list": config_list,
         "connect": connect,
         "call": call,
         "auth": auth,
@@ -443,7 +484,7 @@ def _add_auth_common(parser: argparse.ArgumentParser, *, required: bool) -> None
         _AUTH_TARGETS,
     )
     where.add_argument("url", nargs="?", metavar="URL", help="the server's http(s):// URL")
-    where.add_argument("--config", metavar="FILE", help="an mcpServers JSON file (with --server)")
+    where.add_argument("--config", metavar="FILE", help="a client's config file (with --server)")
     where.add_argument("--server", metavar="NAME", help="the server of --config")
 
 
@@ -451,7 +492,7 @@ def parse(
     argv: Sequence[str],
     environ: Mapping[str, str] | None = None,
     stdin: Callable[[int], bytes] | None = None,
-) -> Options | AuthOptions | CompletionOptions:
+) -> Options | AuthOptions | CompletionOptions | ConfigOptions:
     """Parse a command line (without the program name). ``environ`` (default:
     ``os.environ``) is where ``--bearer-env`` finds its variable; ``stdin(limit)``
     (default: reading ``sys.stdin``) gives ``--args -`` its bytes.
@@ -472,6 +513,11 @@ def parse(
         return CompletionOptions(ns.shell)
     if ns.command == "auth":
         return _auth_options(commands[f"auth {ns.action}"], ns, unknown, stdio)
+    if ns.command == "config":
+        sub = commands[f"config {ns.action}"]
+        if unknown or stdio is not None:
+            sub.error(f"unrecognized arguments: {' '.join([*unknown, *(stdio or ())])}")
+        return ConfigOptions(action=ns.action, json=ns.json, files=tuple(ns.files))
     sub = commands[ns.command]
     lone = stdio is None and not ns.demo and ns.config is None
     if ns.url is not None and lone and _looks_like_a_command(ns.url):
@@ -493,12 +539,8 @@ def parse(
         sub.error(f"{problem}; the server is one of: {TARGET_KINDS}")
     if stdio is not None and not stdio:
         sub.error("-- must be followed by the server's command")
-    if ns.config is not None and (ns.server is None) == (not ns.all_servers):
-        sub.error(
-            "--config needs exactly one of --server NAME or --all"
-            if ns.command == "connect"
-            else "--config needs --server NAME"
-        )
+    if ns.config is not None and ns.server is not None and ns.all_servers:
+        sub.error("give --server NAME or --all, not both")
     if ns.config is None and (ns.server is not None or ns.all_servers):
         sub.error("--server and --all go with --config FILE")
     if ns.url is not None and ns.env:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ..auth import FileTokenStore, LoopbackRedirect, StoredEntry, TokenStore
-from ..config import AuthSpec, load_config
+from ..config import AuthSpec, InputResolver, read_config
 from ..protocol.errors import ConfigurationError, McplHostError
 from ..protocol.redact import Redactor, log_value
 from ..transports.targets import HttpTarget, describe
@@ -85,9 +85,9 @@ def login_command(
     return f"mcpl-host auth login {shlex.quote(url or 'URL')}"
 
 
-def auth_target(options: AuthOptions) -> AuthTarget | None:
+def auth_target(options: AuthOptions, inputs: InputResolver | None = None) -> AuthTarget | None:
     """The server ``options`` name, None when they name none (status and logout of
-    every entry).
+    every entry). ``inputs`` answers the ``${input:ID}`` of a config file's entry.
 
     Raises ConfigurationError: a config file that cannot be used, a server it does not
     have, one that is not an http(s):// server, or (for a login) one whose ``auth`` is
@@ -98,12 +98,14 @@ def auth_target(options: AuthOptions) -> AuthTarget | None:
         return AuthTarget(target.url, describe(target))
     if options.config is None or options.server is None:
         return None
-    servers = load_config(options.config)
+    loaded = read_config(options.config, inputs=inputs)
+    servers = loaded.servers
     config = servers.get(options.server)
     if config is None:
         have = ", ".join(repr(name) for name in servers) or "none"
         raise ConfigurationError(
-            f"{options.config}: key 'mcpServers.{options.server}' not found (servers: {have})"
+            f"{options.config}: key '{loaded.servers_key}.{options.server}' not found "
+            f"(servers: {have})"
         )
     if config.problem is not None:
         raise ConfigurationError(f"{config.source}: {config.problem}")

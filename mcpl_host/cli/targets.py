@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..auth import TokenStore
-from ..config import AuthSpec, ServerConfig, load_config
+from ..config import AuthSpec, InputResolver, ServerConfig, read_config
 from ..protocol.errors import ConfigurationError
 from ..protocol.redact import Redactor
 from ..transports.targets import (
@@ -60,29 +61,39 @@ class Planned:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """The servers of one command, plus what ``--all`` left out and every secret known."""
+    """The servers of one command, plus what ``--all`` left out, every secret known,
+    and the config file's warnings."""
 
     servers: list[Planned]
     skipped: dict[str, str]
     redactor: Redactor
     from_config: bool
+    warnings: tuple[str, ...] = ()
 
 
-def resolve(options: Options, store: TokenStore | None = None) -> Plan:
+def resolve(
+    options: Options,
+    store: TokenStore | None = None,
+    inputs: Callable[[Collection[str] | None], InputResolver] | None = None,
+) -> Plan:
     """The servers ``options`` name.
 
     Raises :class:`~mcpl_host.ConfigurationError`: a TARGET that is not one, a stdio
     command that is not valid, a ``--header`` the HTTP transport sets itself, a config
     file that cannot be read or is malformed (the message names the file and the key),
-    a ``--server`` the file does not have, the chosen server unusable (an environment
-    variable it names is not set), or ``--all`` over a file with no servers. No message
-    shows a header value.
+    a ``--server`` the file does not have, no ``--server`` for a file with more or less
+    than one enabled server, the chosen server unusable (an environment variable it
+    names is not set), or ``--all`` over a file with no servers. No message shows a
+    header value.
+
+    ``inputs(servers)`` makes the resolver that answers the ``${input:ID}`` of the
+    chosen servers (None: all of them); without it, only the environment does.
 
     With a ``store``, an HTTP server that authorizes no other way gets an OAuth over it
     that never asks a person (stored and refreshable tokens only).
     """
     if options.config is not None:
-        return _from_config(options, options.config, store)
+        return _from_config(options, options.config, store, inputs)
     if options.demo:
         target: Target = StdioTarget.of(
             [sys.executable, "-m", "mcpl_host.demo"], cwd=_PACKAGE_ROOT, env=options.env
@@ -132,23 +143,33 @@ def _planned(
     return Planned(name, describe(target), target, secrets, auth=auth, login=login)
 
 
-def _from_config(options: Options, file: str, store: TokenStore | None) -> Plan:
-    servers = load_config(file)
+def _from_config(
+    options: Options,
+    file: str,
+    store: TokenStore | None,
+    inputs: Callable[[Collection[str] | None], InputResolver] | None,
+) -> Plan:
+    name = options.server
+    if name is None and not options.all_servers:
+        name = _only_server(options, file)
+    wanted = None if name is None else [name]
+    loaded = read_config(file, inputs=None if inputs is None else inputs(wanted))
+    servers = loaded.servers
     chosen: dict[str, ServerConfig]
     skipped: dict[str, str] = {}
-    if options.server is not None:
-        config = servers.get(options.server)
+    if name is not None:
+        config = servers.get(name)
         if config is None:
-            have = ", ".join(repr(name) for name in servers) or "none"
+            have = ", ".join(repr(n) for n in servers) or "none"
             raise ConfigurationError(
-                f"{file}: key 'mcpServers.{options.server}' not found (servers: {have})"
+                f"{file}: key '{loaded.servers_key}.{name}' not found (servers: {have})"
             )
         if config.target is None:
             raise ConfigurationError(f"{config.source}: {config.problem}")
-        chosen = {options.server: config}
+        chosen = {name: config}
     else:
         if not servers:
-            raise ConfigurationError(f"{file}: key 'mcpServers' holds no servers")
+            raise ConfigurationError(f"{file}: key '{loaded.servers_key}' holds no servers")
         chosen = {}
         for name, config in servers.items():
             if config.disabled:
@@ -159,7 +180,20 @@ def _from_config(options: Options, file: str, store: TokenStore | None) -> Plan:
         _configured(name, config, options.env, store, login_command(config=file, server=name))
         for name, config in chosen.items()
     ]
-    return Plan(planned, skipped, _union(planned), from_config=True)
+    return Plan(planned, skipped, _union(planned), from_config=True, warnings=loaded.warnings)
+
+
+def _only_server(options: Options, file: str) -> str:
+    """The one enabled server of the file, read once without asking for any input.
+    Raises ConfigurationError when it has none or several."""
+    servers = read_config(file).servers
+    enabled = [name for name, config in servers.items() if not config.disabled]
+    if len(enabled) == 1:
+        return enabled[0]
+    have = ", ".join(repr(n) for n in enabled) or "none"
+    how = "--server NAME or --all" if options.command == "connect" else "--server NAME"
+    count = "no enabled server" if not enabled else f"{len(enabled)} enabled servers"
+    raise ConfigurationError(f"{file} has {count} ({have}): give {how}")
 
 
 def _configured(

@@ -15,7 +15,7 @@ from ..client.connection import Connection, TransportFactory
 from ..client.hooks import ElicitationHook, SamplingHook, as_roots
 from ..client.pagination import DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_ITEMS
 from ..client.types import Root
-from ..config import load_config
+from ..config import read_config
 from ..driver.core import (
     DEFAULT_INITIALIZE_TIMEOUT,
     DEFAULT_MAX_OWED_ANSWERS,
@@ -52,9 +52,9 @@ DEFAULT_RECONNECT: Final = Reconnect()
 class ConnectionManager(OwnsNursery):
     """Connections to many servers, each supervised in its own task.
 
-    ``servers`` maps names to :data:`ServerSpec` values, or is the path of an
-    ``mcpServers`` config file (:func:`mcpl_host.config.load_config`). Open it as an async
-    context manager (it owns its nursery)::
+    ``servers`` maps names to :data:`ServerSpec` values, or is the path of a config
+    file in any client's format (:func:`mcpl_host.config.read_config`; its warnings
+    are logged). Open it as an async context manager (it owns its nursery)::
 
         async with ConnectionManager("servers.json") as manager:
             listing = await manager.list_tools()
@@ -106,7 +106,10 @@ class ConnectionManager(OwnsNursery):
         than a :data:`ServerSpec`. A server's own trouble (a bad target string, a
         ``problem`` in its config entry) is not raised: that server is ``failed``."""
         if isinstance(servers, (str, os.PathLike)):
-            servers = load_config(servers)
+            loaded = read_config(servers)
+            for warning in loaded.warnings:  # unknown keys and the like: said once
+                _log.warning("config file warning", warning=warning)
+            servers = loaded.servers
         validate_allowlist(versions)  # once for all: every server would refuse it
         if not tool_separator:
             raise ConfigurationError("tool_separator must not be empty")

@@ -74,7 +74,9 @@ def test_a_bad_http_entry_names_the_key_and_never_the_header_value() -> None:
     [
         ("not json", "not valid JSON"),
         ("[]", "top level"),
-        ('{"servers": {}}', "key 'mcpServers'"),
+        ('{"server": {}}', "no servers: expected mcpServers"),
+        ('{"mcpServers": []}', "key 'mcpServers' must be an object"),
+        ('{"servers": {"a": {"command": "x"}}, "mcpServers": {}}', "both mcpServers and servers"),
         ('{"mcpServers": {"a": 1}}', "key 'mcpServers.a' must be an object"),
         ('{"mcpServers": {"a": {}}}', "key 'mcpServers.a' needs exactly one"),
         ('{"mcpServers": {"a": {"command": "x", "url": "tcp://h:1"}}}', "exactly one"),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import trio
+from structlog.testing import capture_logs
 
 from mcpl_host import ConfigurationError, SpawnError, TransportError
 from mcpl_host.events import Event
@@ -79,3 +80,15 @@ def test_a_bad_config_file_is_the_constructors_error(tmp_path: Path) -> None:
         ConnectionManager(file)
     with pytest.raises(ConfigurationError, match="cannot read"):
         ConnectionManager(str(tmp_path / "absent.json"))
+
+
+def test_a_config_files_warnings_are_logged_once(tmp_path: Path) -> None:
+    file = tmp_path / "mcp.json"
+    file.write_text('{"servers": {"x": {"type": "stdio", "command": "x", "frobnicate": 1}}}')
+    with capture_logs() as logs:
+        ConnectionManager(file)
+    warned = [entry for entry in logs if entry["event"] == "config file warning"]
+    assert [entry["warning"] for entry in warned] == [
+        f"{file}: key 'servers.x.frobnicate' is not one mcpl-host knows: ignored"
+    ]
+    assert warned[0]["log_level"] == "warning"
