@@ -6,6 +6,7 @@ what that target is."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -92,6 +93,14 @@ def test_a_command_without_the_mark_is_answered_with_the_exact_fix(
     assert done.stdout == ""
     assert f"to run a stdio server, put -- before its command: {fixed}\n" in done.stderr
     assert "unrecognized arguments" not in done.stderr
+
+
+def test_the_fix_shown_in_the_docs_is_what_the_command_writes() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    done = run("connect", "npx", "-y", "@pkg/server")
+    said = done.stderr.splitlines()[-1]
+    assert said.startswith("mcpl-host: error: 'npx' is not a TARGET")
+    assert f"\n```\n{said}\n```\n" in page
 
 
 def test_the_fix_is_one_json_object_under_json() -> None:
