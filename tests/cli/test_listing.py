@@ -227,6 +227,8 @@ def test_resource_links_and_embedded_resources_are_printed_alike(tmp_path: Path)
             elif request.get("method") == "tools/call":
                 send({{"jsonrpc": "2.0", "id": request["id"],
                       "result": {{"content": {content!r}}}}})
+            elif request.get("method") == "tools/list":  # the outputSchema check's
+                send({{"jsonrpc": "2.0", "id": request["id"], "result": {{"tools": []}}}})
         """,
     )
     done = run("call", "--tool", "t", "--", *argv)
