@@ -1,10 +1,11 @@
 """One server entry of a config file, as any of the clients writes it: its keys, its
 ``type``, its variables and ``envFile``, checked into a :class:`ServerConfig`.
 
-Errors (exit 2 for the command) are the file's shape: a key of the wrong type, a
+:func:`parse_entry` raises for an entry of the wrong shape: a key of the wrong type, a
 ``type`` contradicting the url or command, a credential configured where it would never
-be sent. What only this machine lacks (an unset variable, an unanswered input, a missing
-``envFile``) is the entry's ``problem``: the others stay usable. No message shows a
+be sent; what only this machine lacks (an unset variable, an unanswered input, a missing
+``envFile``) is the entry's ``problem``. The file's reader makes either the entry's
+problem: the other servers of the file stay usable. No message shows a
 value a variable gave, an env value, a header value or a token.
 """
 

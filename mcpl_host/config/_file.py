@@ -151,7 +151,16 @@ def parse_document(
     servers: dict[str, ServerConfig] = {}
     warnings: list[str] = []
     for entry_key, name, entry in entries:
-        config, more = parse_entry(name, entry, entry_key, ctx)
+        try:
+            config, more = parse_entry(name, entry, entry_key, ctx)
+        except ConfigurationError as exc:
+            # One entry of the wrong shape (a type another client knows and we do not,
+            # say) is that server's problem: the file is someone's, written for other
+            # clients too, and its other servers stay usable.
+            problem = exc.message.removeprefix(f"{source}: ")
+            disabled = isinstance(entry, dict) and entry.get("disabled") is True
+            config = ServerConfig(name, None, f"{source}:{entry_key}", problem, disabled)
+            more = []
         servers.pop(name, None)  # a later scope wins, and comes last
         servers[name] = config
         warnings += more

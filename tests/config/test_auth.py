@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
-from mcpl_host import ConfigurationError, StdioTarget
+from mcpl_host import StdioTarget
 from mcpl_host.config import AuthSpec, ServerConfig, load_config, parse_config
 from mcpl_host.transports.targets import HttpTarget, WebSocketTarget
+
+from .helpers import error_of
 
 CANARY = "canary-4uth-S3cret"
 URL = "https://mcp.example.test/mcp"
@@ -284,10 +286,7 @@ def test_a_bad_entry_names_the_file_and_the_key_never_a_value(
 ) -> None:
     path = tmp_path / "servers.json"
     path.write_text(json.dumps({"mcpServers": {"web": entry}}))
-    with pytest.raises(ConfigurationError) as info:
-        load_config(path, environ={"T": CANARY, "S": CANARY})
-    message = str(info.value)
+    message = error_of(lambda: load_config(path, environ={"T": CANARY, "S": CANARY}), str(path))
     assert f"{path}: key 'mcpServers.web'" in message
     assert names in message
     assert CANARY not in message
-    assert info.value.permanent

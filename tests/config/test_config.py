@@ -12,6 +12,8 @@ from mcpl_host import ConfigurationError, StdioTarget, TcpTarget, UnixTarget
 from mcpl_host.config import load_config, parse_config
 from mcpl_host.transports.targets import HttpTarget
 
+from .helpers import error_of
+
 CANARY = "canary-c0nf1g-secret"
 
 
@@ -63,10 +65,9 @@ def test_an_http_server_with_headers() -> None:
 
 def test_a_bad_http_entry_names_the_key_and_never_the_header_value() -> None:
     bad = {"url": "https://example.test/mcp", "headers": {"Mcp-Session-Id": "s3cret-token"}}
-    with pytest.raises(ConfigurationError) as error:
-        parse_config({"mcpServers": {"web": bad}})
-    assert "mcpServers.web" in str(error.value)
-    assert "s3cret-token" not in str(error.value)
+    message = error_of(lambda: parse_config({"mcpServers": {"web": bad}}), "<config>")
+    assert "mcpServers.web" in message
+    assert "s3cret-token" not in message
 
 
 @pytest.mark.parametrize(
@@ -90,11 +91,28 @@ def test_a_bad_http_entry_names_the_key_and_never_the_header_value() -> None:
 )
 def test_errors_name_the_file_and_the_key(tmp_path: Path, text: str, names: str) -> None:
     path = _write(tmp_path, text)
-    with pytest.raises(ConfigurationError) as info:
-        load_config(path)
-    assert str(path) in str(info.value)
-    assert names in str(info.value)
-    assert info.value.permanent
+    message = error_of(lambda: load_config(path), str(path))
+    assert str(path) in message
+    assert names in message
+
+
+def test_an_entry_of_the_wrong_shape_leaves_the_others_usable() -> None:
+    servers = parse_config(
+        {
+            "mcpServers": {
+                "other": {"type": "streamable", "url": "https://example.test/mcp"},
+                "bad": {"command": "x", "args": "-v"},
+                "good": {"command": "server", "disabled": False},
+            }
+        },
+        source="c.json",
+    )
+    assert servers["good"].target == StdioTarget.of(["server"])
+    for name in ("other", "bad"):
+        assert servers[name].target is None
+        assert servers[name].source == f"c.json:mcpServers.{name}"
+    assert servers["other"].problem is not None
+    assert servers["other"].problem.startswith("key 'mcpServers.other'.type must be one of")
 
 
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
@@ -137,8 +155,7 @@ def test_an_error_that_shows_a_configured_name_masks_the_secret_in_it(
     tmp_path: Path, entry: dict[str, Any], shown: str
 ) -> None:
     path = _write(tmp_path, json.dumps({"mcpServers": {"a": entry}}))
-    with pytest.raises(ConfigurationError) as info:
-        load_config(path)
-    assert f"{path}: key 'mcpServers.a'" in str(info.value)
-    assert shown in str(info.value)
-    assert CANARY not in str(info.value)
+    message = error_of(lambda: load_config(path), str(path))
+    assert f"{path}: key 'mcpServers.a'" in message
+    assert shown in message
+    assert CANARY not in message

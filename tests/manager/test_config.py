@@ -75,7 +75,7 @@ async def test_a_config_file_with_good_missing_disabled_and_unreachable_servers(
 
 def test_a_bad_config_file_is_the_constructors_error(tmp_path: Path) -> None:
     file = tmp_path / "bad.json"
-    file.write_text('{"mcpServers": {"x": {"args": []}}}')
+    file.write_text('{"mcpServers": ["x"]}')
     with pytest.raises(ConfigurationError, match=r"bad\.json"):
         ConnectionManager(file)
     with pytest.raises(ConfigurationError, match="cannot read"):
