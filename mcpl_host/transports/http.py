@@ -39,10 +39,11 @@ requests at once; the GET stream is reopened after the server's ``retry`` with a
 and a backoff (sse_reopen.py); the session id and event ids are checked before they go
 back in a header (http_headers.py).
 
-When the server refuses the first POST with 400, 404 or 405 (and a body that is not
-JSON-RPC), the transport GETs the URL for a legacy HTTP+SSE server's event stream and,
-given its endpoint, carries the session over that transport (http_legacy.py); an
-``"sse"`` target uses it from the start. ``kind`` says which is in use.
+When the server refuses the POST of ``initialize`` with 400, 404 or 405 (and a body that
+is not JSON-RPC) before any answer proved the transport, the transport GETs the URL for
+a legacy HTTP+SSE server's event stream and, given its endpoint, carries the session
+over that transport (http_legacy.py); an ``"sse"`` target uses it from the start.
+``kind`` says which is in use.
 
 The HTTP/1.1 client is http_pool.py's (h11 over trio streams, a keep-alive pool); httpx
 only runs the authorization flow's own requests, when the target has ``auth``.
@@ -101,7 +102,7 @@ _USER_AGENT: Final = b"mcpl-host"
 _MAX_RESUMES: Final = 10  # resumptions of one POST's stream before its requests fail
 _DELETE_BOUND: Final = 2.0
 _INBOUND_BUFFER: Final = 64
-# A refusal of the first POST with one of these (and a body that is not JSON-RPC: a
+# A refusal of initialize's POST with one of these (and a body that is not JSON-RPC: a
 # Streamable HTTP server's own refusal is one) sends the host to the legacy transport
 # (the specification's backwards compatibility rule, narrowed to these by 2025-11-25).
 _FALLBACK_STATUSES: Final = frozenset({400, 404, 405})
@@ -253,6 +254,7 @@ class HttpTransport:
         self.kind: HttpTransportKind = "streamable-http"
         self._legacy: LegacySession | None = None
         self._probed: LegacySession | NoStream | None = None  # the fallback's GET, once
+        self._probing = trio.Lock()
         self._proven = False  # a POST was answered 2xx: the fallback is over
         self._redactor = redactor
         self._max = max_message_bytes
@@ -350,20 +352,7 @@ class HttpTransport:
                 refused (``"endpoint-refused"``).
             AuthorizationRequired, AuthorizationError: the GET was not authorized.
         """
-        try:
-            found = await LegacySession.open(self)
-        except ConnectError as exc:
-            raise self._unreachable(exc) from None
-        except trio.TooSlowError:
-            raise TransportError(
-                f"GET {self.description}: no response within {self.target.timeout:g} s",
-                reason="no-endpoint",
-            ) from None
-        except HttpClientError as exc:
-            raise TransportError(
-                f"GET {self.description}: the answer broke off ({type(exc).__name__})",
-                reason="no-endpoint",
-            ) from None
+        found = await self._probe()
         if isinstance(found, NoStream):
             raise TransportError(
                 f"GET {self.description} -> {found.describe()}: no SSE stream there; check "
@@ -372,6 +361,35 @@ class HttpTransport:
                 reason="no-endpoint",
             )
         self._use_legacy(found)
+
+    async def _probe(self) -> LegacySession | NoStream:
+        """GET the URL for a legacy server's event stream, once per transport: a
+        message refused while the GET is under way waits for its outcome.
+
+        Raises:
+            TransportError: no connection (``reason="connect-failed"``), no answer or
+                no endpoint event in time, an answer that broke off (``"no-endpoint"``),
+                an endpoint refused (``"endpoint-refused"``).
+            AuthorizationRequired, AuthorizationError: the GET was not authorized.
+        """
+        async with self._probing:
+            if self._probed is not None:
+                return self._probed
+            try:
+                self._probed = await LegacySession.open(self)
+            except ConnectError as exc:
+                raise self._unreachable(exc) from None
+            except trio.TooSlowError:
+                raise TransportError(
+                    f"GET {self.description}: no response within {self.target.timeout:g} s",
+                    reason="no-endpoint",
+                ) from None
+            except HttpClientError as exc:
+                raise TransportError(
+                    f"GET {self.description}: the answer broke off ({type(exc).__name__})",
+                    reason="no-endpoint",
+                ) from None
+            return self._probed
 
     def _use_legacy(self, session: LegacySession) -> None:
         assert self._tasks is not None
@@ -708,6 +726,9 @@ class HttpTransport:
                 and not self._proven
                 and self.target.transport == "streamable-http"
                 and not _is_json_rpc(body or b"")
+                # The specification's rule is for initialize; server/discover, asked
+                # first by a dual-era host, is refused by Streamable HTTP servers too.
+                and not any(m.method == "server/discover" for m in _peek(line))
             ):
                 response.close()  # its connection is free for the GET
                 await self._fall_back(status, line, waiting)
@@ -715,29 +736,17 @@ class HttpTransport:
             await self._refused(status, body or b"", waiting)
 
     async def _fall_back(self, status: int, line: bytes, waiting: set[Any]) -> None:
-        """The first POST was refused with 400, 404 or 405: GET the URL for a legacy
-        server's event stream (once), and carry on over it when its endpoint event comes.
-
-        ``server/discover`` is not asked over the legacy transport (it carries only the
-        handshake era): its refusal stands, and sends the connection to ``initialize``,
-        which then goes to the legacy server (or, with no event stream at the URL,
-        POSTed again: a Streamable HTTP server may refuse only discover). Any other
-        first message is sent again over the legacy transport.
+        """A POST (``initialize``, before any answer proved the transport) was refused
+        with 400, 404 or 405: GET the URL for a legacy server's event stream (once), and
+        send the message again over it when its endpoint event comes.
 
         Raises:
-            TransportError: no event stream at the URL either, for a message that is
-                not ``server/discover`` (``reason="no-endpoint"``: the message names
-                both answers), or an endpoint refused.
+            TransportError: no event stream at the URL either (``reason="no-endpoint"``:
+                the message names both answers), or as :meth:`_probe`.
         """
-        discover = any(m.method == "server/discover" for m in _peek(line))
-        if self._probed is None:
-            self._log.info("POST refused: looking for a legacy SSE stream", status=status)
-            self._probed = await LegacySession.open(self)
-        found = self._probed
+        self._log.info("POST refused: looking for a legacy SSE stream", status=status)
+        found = await self._probe()
         if isinstance(found, NoStream):
-            if discover:
-                await self._unanswered(waiting, f"HTTP {status}")
-                return
             raise TransportError(
                 f"POST {self.description} -> {status_text(status)} and no SSE stream there "
                 f"(GET -> {found.describe()}): {_PATH_HINT}",
@@ -750,10 +759,7 @@ class HttpTransport:
                 reason=f"POST -> {status}; GET gave an SSE stream and its endpoint",
             )
             self._use_legacy(found)
-        if discover:
-            await self._unanswered(waiting, f"HTTP {status}")
-        else:
-            await found.exchange(line, waiting)
+        await found.exchange(line, waiting)
 
     def _take_session_id(self, response: HttpResponse) -> bool:
         """Keep the server's first ``Mcp-Session-Id``; False (the transport ending) when

@@ -6,8 +6,12 @@ messages when nothing is there to connect to."""
 
 from __future__ import annotations
 
+import json
 import socket
-from typing import Any
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
 
 import pytest
 import trio
@@ -46,21 +50,23 @@ async def test_the_fallback_on_the_wire_post_refused_then_get_then_post_to_the_e
                 assert [t.name for t in await conn.list_tools()] == ["echo"]
         wire = server.requests()
         seen = list(server.seen)
-    assert wire[:5] == [
-        # A dual-era host asks server/discover first: refused (405), so GET the URL...
+    assert wire == [
+        # A dual-era host asks server/discover first: its refusal (405) stands as its
+        # answer (Streamable HTTP servers refuse it too)...
         ("POST", "/sse", "server/discover"),
+        # ...initialize is refused as well: the specification's rule, GET the URL...
+        ("POST", "/sse", "initialize"),
         ("GET", "/sse", None),
-        # ...and, the endpoint named, initialize (not discover) goes to it.
+        # ...and, the endpoint named, initialize goes to it again.
         ("POST", "/messages?session=1", "initialize"),
         ("POST", "/messages?session=1", "notifications/initialized"),
         ("POST", "/messages?session=1", "tools/list"),
     ]
-    assert len(wire) == 5
-    get = seen[1]
+    get = seen[2]
     assert get.headers["accept"] == "text/event-stream"
     for request in seen:
         assert request.headers["x-api-key"] == "k-1"  # the headers go on every request
-    for post in seen[2:]:
+    for post in seen[3:]:
         assert post.headers["content-type"] == "application/json"
         assert "mcp-session-id" not in post.headers
     assert any(e["event"] == "legacy transport in use" for e in logs)
@@ -267,3 +273,65 @@ async def test_authorization_goes_on_the_get_and_every_post() -> None:
         authorized = server.seen[1:]
     assert len(authorized) >= 9
     assert all(s.headers["authorization"] == "Bearer t-1" for s in authorized)
+
+
+class _PlainRefusal(BaseHTTPRequestHandler):
+    """A Streamable HTTP server behind something that answers server/discover with a
+    plain-text 400, and whose GET stream is open but quiet (no endpoint event ever)."""
+
+    protocol_version = "HTTP/1.1"
+    wire: ClassVar[list[tuple[str, str | None]]] = []
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _send(self, status: int, kind: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        message = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.wire.append(("POST", message.get("method")))
+        if message.get("method") == "server/discover":
+            self._send(400, "text/plain", b"Bad Request")
+        elif message.get("method") == "initialize":
+            result = {
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {},
+                "serverInfo": {"name": "plain", "version": "1"},
+            }
+            answer = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+            self._send(200, "application/json", json.dumps(answer).encode())
+        else:
+            self._send(202, "text/plain", b"")
+
+    def do_GET(self) -> None:
+        self.wire.append(("GET", None))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        self.wfile.flush()
+        time.sleep(5)  # quiet: a legacy probe here would wait out its timeout
+
+
+async def test_a_refused_discover_never_sends_the_host_to_the_legacy_transport() -> None:
+    # The specification's fallback is for a refused initialize: a Streamable HTTP server
+    # whose discover is refused in plain text (not JSON-RPC) is still reached over it.
+    _PlainRefusal.wire = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _PlainRefusal)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        target = HttpTarget(f"http://127.0.0.1:{server.server_port}/mcp", timeout=3)
+        with trio.fail_after(10):
+            async with Connection(target) as conn:
+                assert conn.server_info is not None
+                assert conn.server_info["name"] == "plain"
+                assert getattr(conn.transport, "kind", None) == "streamable-http"
+        assert _PlainRefusal.wire[:2] == [("POST", "server/discover"), ("POST", "initialize")]
+    finally:
+        server.shutdown()
+        server.server_close()
