@@ -16,9 +16,11 @@ bytecodes of the main thread, wherever that is):
   machinery would break the run); :func:`trio.open_signal_receiver` hands it to a task
   that cancels the work's scopes (:meth:`Interrupts.cancellable`), so the servers are
   shut down by the code that opened them, in order.
-- once the report is made, while it is written: the first is noted and the report is
-  written whole, its exit status kept (the work was done); a second stops the writing,
-  for a reader that stopped reading.
+- once the run is over (the report made, ``--output`` saving what it holds): noted only.
+- while the report is written: the first one that comes then is noted and the report is
+  written whole, its exit status kept (the work was done); a second one then stops the
+  writing, for a reader that stopped reading. Signals of the run do not count here: two
+  quick Ctrl-Cs during a call never cost the report.
 
 A signal ignored when the command started (``nohup``, a background job of a
 non-interactive shell) stays ignored.
@@ -46,7 +48,7 @@ HANDLED: Final[tuple[signal.Signals, ...]] = tuple(
 )
 
 _T = TypeVar("_T")
-_Phase = Literal["start", "trio", "write"]
+_Phase = Literal["start", "trio", "made", "write"]
 
 
 class Signalled(BaseException):
@@ -68,6 +70,7 @@ class Interrupts:
         self.forced = False
         self.phase: _Phase = "start"
         self._count = 0
+        self._written = 0  # signals while the report is written
         self._handled: tuple[signal.Signals, ...] = ()
         self._scopes: set[trio.CancelScope] = set()
 
@@ -107,6 +110,7 @@ class Interrupts:
         """The report is made: the command's first signal now lets it be written whole;
         its second stops the writing (a reader that stopped reading is not waited on)."""
         self.phase = "write"
+        self._written = 0
 
     def run(self, fn: Callable[..., Awaitable[_T]], *args: Any) -> _T:
         """``trio.run(fn, *args)`` with the signals handed to a task of the run."""
@@ -114,7 +118,7 @@ class Interrupts:
         try:
             return trio.run(self._guarded, fn, *args)
         finally:
-            self.phase = "write"  # what the run returns is the report
+            self.phase = "made"  # what the run returns is the report
 
     @contextlib.contextmanager
     def cancellable(self) -> Iterator[trio.CancelScope]:
@@ -156,7 +160,9 @@ class Interrupts:
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self._note(signal.Signals(signum))
-        if self.phase == "start" or (self.phase == "write" and self._count > 1):
+        if self.phase == "write":
+            self._written += 1
+        if self.phase == "start" or self._written > 1:
             raise Signalled(self.first)
 
     def _note(self, sig: signal.Signals) -> None:

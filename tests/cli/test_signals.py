@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from mcpl_host.cli.signals import Interrupts, Signalled
+
 from .helpers import CLI, TIMEOUT, server
 
 # A server that stops where the test sends its signal: in the handshake (it never
@@ -345,3 +347,23 @@ def _writing(process: subprocess.Popen[str]) -> bool:
     waiting = bytearray(4)
     fcntl.ioctl(process.stdout.fileno(), termios.FIONREAD, waiting)
     return int.from_bytes(waiting, "little") >= 16 * 1024
+
+
+def test_signals_of_the_run_never_cost_the_report() -> None:
+    """Two Ctrl-Cs during the run (the first cancels it, the second kills) and a third
+    after it: the report is still written; only a second signal *while it is written*
+    stops the writing. (The handler is called as Python would call it.)"""
+    interrupts = Interrupts()
+
+    async def work() -> str:
+        interrupts._on_signal(signal.SIGINT, None)
+        interrupts._on_signal(signal.SIGINT, None)
+        return "report"
+
+    assert interrupts.run(work) == "report"
+    interrupts._on_signal(signal.SIGINT, None)  # the run is over: noted only (--output)
+    interrupts.writing()
+    interrupts._on_signal(signal.SIGINT, None)  # the report is written whole
+    with pytest.raises(Signalled):
+        interrupts._on_signal(signal.SIGINT, None)
+    assert interrupts.status() == 130
