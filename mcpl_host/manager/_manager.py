@@ -15,7 +15,7 @@ from ..client.connection import Connection, TransportFactory
 from ..client.hooks import ElicitationHook, SamplingHook, as_roots
 from ..client.pagination import DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_ITEMS
 from ..client.types import Root
-from ..config import read_config
+from ..config import ServerConfig, read_config
 from ..driver.core import (
     DEFAULT_INITIALIZE_TIMEOUT,
     DEFAULT_MAX_OWED_ANSWERS,
@@ -139,6 +139,13 @@ class ConnectionManager(OwnsNursery):
         # bounded by the handshake's timeout (a connect that hangs is not, hence this).
         self._ready_timeout = initialize_timeout
         self._separator = tool_separator
+        # What a config entry's variables, inputs and files gave it (a token in its
+        # args, say): masked in that server's logs as the manager's own secrets are.
+        self._secrets = {
+            name: (*secrets, *spec.secrets)
+            for name, spec in servers.items()
+            if isinstance(spec, ServerConfig) and spec.secrets
+        }
         self._servers = {
             name: managed_server(
                 name,
@@ -159,7 +166,10 @@ class ConnectionManager(OwnsNursery):
     def _connect(
         self, name: str, target: Target | str | TransportFactory, on_event: EventCallback
     ) -> Connection:
-        return self._new_connection(target, name=name, on_event=on_event)
+        secrets = self._secrets.get(name)
+        if secrets is None:
+            return self._new_connection(target, name=name, on_event=on_event)
+        return self._new_connection(target, name=name, on_event=on_event, secrets=secrets)
 
     # -- lifetime ------------------------------------------------------------------------
 

@@ -92,3 +92,24 @@ def test_a_config_files_warnings_are_logged_once(tmp_path: Path) -> None:
         f"{file}: key 'servers.x.frobnicate' is not one mcpl-host knows: ignored"
     ]
     assert warned[0]["log_level"] == "warning"
+
+
+async def test_what_a_config_variable_gave_is_masked_in_the_servers_logs(tmp_path: Path) -> None:
+    # The value reaches the server through ${file:...} in its args, and comes back on
+    # its stderr: the manager's log of that line masks it, as mcpl-host's does.
+    secret = tmp_path / "token.txt"
+    secret.write_text("file-secret-8c1e5a")
+    script = "import sys; sys.stderr.write('got ' + sys.argv[1] + chr(10)); sys.stderr.flush()"
+    file = tmp_path / "mcp.json"
+    entry = {"command": sys.executable, "args": ["-c", script, f"${{file:{secret}}}"]}
+    file.write_text(json.dumps({"mcpServers": {"leaky": entry}}))
+    with capture_logs() as logs, trio.fail_after(20):
+        manager = ConnectionManager(file, initialize_timeout=5)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(manager.run)
+            await manager.aclose()
+    lines = [str(e.get("line")) for e in logs if e["event"] == "server stderr"]
+    assert lines
+    assert all("file-secret-8c1e5a" not in line for line in lines)
+    assert any("got " in line for line in lines)
+    assert "file-secret-8c1e5a" not in repr(logs)
