@@ -293,6 +293,9 @@ def _pasted(names: Iterable[str], separator: str) -> dict[str, str]:
     pasted: dict[str, str] = {}
     for name in names:
         before, found, value = name.partition(separator)
+        if not found and separator == ":":
+            # "Authorization Bearer TOKEN": the line pasted without its colon.
+            before, found, value = name.strip().partition(" ")
         if found:
             pasted[before.strip()] = value.strip()
     return pasted

@@ -149,6 +149,10 @@ def test_a_missing_file_is_named(tmp_path: Path) -> None:
             {"url": "https://example.test/mcp", "headers": {"Authorization: Bearer " + CANARY: ""}},
             "invalid HTTP header name 'Authorization: ***'",
         ),
+        (
+            {"url": "https://example.test/mcp", "headers": {"Authorization Bearer " + CANARY: ""}},
+            "invalid HTTP header name 'Authorization ***'",
+        ),
     ],
 )
 def test_an_error_that_shows_a_configured_name_masks_the_secret_in_it(
