@@ -60,6 +60,7 @@ from .failure import (
     exit_status,
 )
 from .inputs import terminal_inputs
+from .jsonvalue import tool_error
 from .output import write_json
 from .render import Style, render_call, render_connect, render_many, terminal_width
 from .run import Settings, run_server
@@ -158,8 +159,12 @@ def _warn(warnings: Sequence[str], redactor: Redactor) -> None:
 
 def _save(report: dict[str, Any], call: Call) -> None:
     """``--output``: save the result's binary content; ``saved`` lists what was
-    written. A failure is the report's error (when it has none already), exit 1."""
+    written. A failure is the report's error (when it has none already), exit 1. A tool
+    that answered ``isError: true`` failed: nothing of its result is saved (exit 3)."""
     assert call.output is not None
+    if call.method == "tools/call" and tool_error(report["result"]):
+        report["saved"] = []
+        return
     try:
         report["saved"] = save(report["result"], call.method, call.output)
     except SaveError as exc:

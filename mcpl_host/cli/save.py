@@ -10,7 +10,8 @@ item's number, then the resource URI's last segment (or the block's type) reduce
 ``[A-Za-z0-9._-]`` without leading dots, cut, then an extension from the mimeType when
 it is a known one; it is opened relative to the directory, never following a symlink.
 Everything is decoded and checked (base64, sizes) before the first byte is written, and
-the decoded total is bounded by :data:`MAX_SAVE_BYTES`.
+the decoded total is bounded by :data:`MAX_SAVE_BYTES` and the number of files by
+:data:`MAX_SAVE_FILES` (empty items cost no bytes, and a message can hold many).
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from typing import Any, Final
 
 from .jsonvalue import plain
 
-__all__ = ["MAX_SAVE_BYTES", "SaveError", "save"]
+__all__ = ["MAX_SAVE_BYTES", "MAX_SAVE_FILES", "SaveError", "save"]
 
 MAX_SAVE_BYTES: Final = 64 * 1024 * 1024
+MAX_SAVE_FILES: Final = 1000
 _STEM_LIMIT: Final = 64
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9._-]+")
 _EXTENSION: Final = re.compile(r"\.[A-Za-z0-9]{1,10}")
@@ -50,7 +52,7 @@ _EXTENSIONS: Final = {
 
 class SaveError(Exception):
     """The content cannot be saved. ``reason``: ``invalid-base64``, ``too-large``,
-    ``not-one-item`` (a file PATH and not exactly one item) or ``write-failed``."""
+    ``too-many``, ``not-one-item`` (a file PATH and not exactly one item) or ``write-failed``."""
 
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
@@ -79,6 +81,12 @@ def save(result: Any, method: str, path: str) -> list[dict[str, Any]]:
             "blob items (exactly one is saved to a file; give a directory for several; "
             "text is not saved)",
             "not-one-item",
+        )
+    if len(items) > MAX_SAVE_FILES:
+        raise SaveError(
+            f"the result has {len(items)} image, audio or blob items: more than the "
+            f"{MAX_SAVE_FILES} files --output writes",
+            "too-many",
         )
     decoded = _decode_all(items)
     saved: list[dict[str, Any]] = []

@@ -15,6 +15,7 @@ import pytest
 
 from mcpl_host.cli.args import UsageError, parse
 from mcpl_host.cli.failure import exit_status
+from mcpl_host.cli.save import MAX_SAVE_FILES, SaveError, save
 
 from .helpers import CLI, TIMEOUT, closed_port_url, run_json, server
 
@@ -249,6 +250,16 @@ def test_a_tool_error_exits_3_with_the_result_printed_whole(tools: list[str]) ->
     assert "disk full\nat /var\n" in readable.stdout
 
 
+def test_a_tool_error_with_output_still_exits_3_and_saves_nothing(
+    tmp_path: Path, tools: list[str]
+) -> None:
+    target = tmp_path / "x.png"
+    done = _call("--json", "--tool", "fails", "--output", str(target), "--", *tools)
+    assert done.returncode == 3, done.stderr
+    assert _report(done)["saved"] == []
+    assert not target.exists()
+
+
 def test_a_request_error_exits_1(tools: list[str]) -> None:
     done = _call("--json", "--tool", "refused", "--", *tools)
     assert done.returncode == 1
@@ -454,3 +465,12 @@ def test_a_tool_list_never_answered_leaves_the_result_unchecked(tmp_path: Path) 
         "the tool list could not be read (RequestTimeout"
     )
     assert report["timings_ms"]["call"] < 10_000
+
+
+def test_a_result_of_more_items_than_files_are_written_saves_none(tmp_path: Path) -> None:
+    # Empty items cost no bytes: the count is bounded on its own.
+    many = [{"type": "image", "data": "", "mimeType": "image/png"}] * (MAX_SAVE_FILES + 1)
+    with pytest.raises(SaveError) as info:
+        save({"content": many}, "tools/call", f"{tmp_path}/out/")
+    assert info.value.reason == "too-many"
+    assert not (tmp_path / "out").exists()
