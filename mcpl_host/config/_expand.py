@@ -55,6 +55,29 @@ class Unresolved(Exception):
         self.message = message
 
 
+# Variables that name places on this machine, not credentials: what they give is not
+# masked (``${HOME}/projects`` in args would turn every path a server returns into
+# ``***/projects/...``), as ``${userHome}`` and ``${workspaceFolder}`` are not.
+_LOCATIONS: Final = frozenset(
+    {
+        "HOME",
+        "USERPROFILE",
+        "PWD",
+        "TMPDIR",
+        "TMP",
+        "TEMP",
+        "APPDATA",
+        "LOCALAPPDATA",
+        "PROGRAMDATA",
+        "USER",
+        "USERNAME",
+        "LOGNAME",
+        "SHELL",
+        "PATH",
+    }
+)
+
+
 @dataclass(frozen=True, slots=True)
 class InputSpec:
     """A VS Code input (``inputs`` of the file): what a person is asked for ``${input:ID}``.
@@ -158,6 +181,8 @@ class Expander:
             return default, "path"
         if value is None:
             raise Unresolved(f"environment variable {name} is not set (${{{name}}})")
+        if name.upper() in _LOCATIONS or name.upper().startswith("XDG_"):
+            return value, "path"  # masked, it would hide every path a server returns
         return value, "value"
 
     def _file(self, path: str) -> str:

@@ -61,6 +61,14 @@ def test_claude_code_variables_in_every_field() -> None:
     assert "/opt/bin/server" not in local.secrets
 
 
+def test_what_the_variables_naming_places_give_is_not_masked() -> None:
+    environ = {"HOME": "/home/ann", "XDG_DATA_HOME": "/data/ann", "TOKEN": CANARY}
+    entry = {"command": "s", "args": ["--root=${HOME}/p", "${XDG_DATA_HOME}", "${TOKEN}"]}
+    config = parse_config({"mcpServers": {"s": entry}}, environ=environ)["s"]
+    assert config.target == StdioTarget.of(["s", "--root=/home/ann/p", "/data/ann", CANARY])
+    assert config.secrets == (CANARY,)
+
+
 def test_a_default_applies_to_an_empty_variable_too() -> None:
     servers = parse_config(
         {"mcpServers": {"a": {"command": "x", "args": ["${EMPTY:-d}", "${EMPTY}"]}}},
