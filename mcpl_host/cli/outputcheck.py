@@ -1,7 +1,7 @@
 """``call --tool``: whether the result's ``structuredContent`` matches the ``outputSchema``
-the tool's listing declared, checked as the typed client's ``call_tool`` checks it: the
-connection's cached tool list and :func:`~mcpl_host.client.schema.validator_for`
-(jsonschema-rs, no second validator here).
+the tool's listing declared, as the typed client's ``call_tool`` checks it
+(:meth:`~mcpl_host.Connection.check_output`; the CLI makes the call itself, to print
+the result as the server sent it).
 
 The answer is the report's ``output_schema`` member: ``{"status": "matched"}``,
 ``{"status": "mismatched", "message": ..., "violations": [...]}`` or
@@ -15,8 +15,6 @@ from __future__ import annotations
 from typing import Any, Final
 
 from ..client.connection import Connection
-from ..client.schema import UnsupportedSchema, validator_for
-from ..protocol.errors import McplHostError
 from .jsonvalue import ToolOutcome
 
 __all__ = ["LIST_BOUND", "MATCHED", "MISMATCHED", "UNCHECKED", "check_output"]
@@ -24,8 +22,6 @@ __all__ = ["LIST_BOUND", "MATCHED", "MISMATCHED", "UNCHECKED", "check_output"]
 MATCHED: Final = "matched"
 MISMATCHED: Final = "mismatched"
 UNCHECKED: Final = "unchecked"
-# Violations listed in the report: the first few say what is wrong.
-_VIOLATIONS: Final = 10
 # The result is already in hand: a server slow to list its tools delays the report by at
 # most this much (or --timeout, when shorter), and the result is then left unchecked.
 LIST_BOUND: Final = 10.0
@@ -34,36 +30,27 @@ LIST_BOUND: Final = 10.0
 async def check_output(
     conn: Connection, tool: str, outcome: ToolOutcome, timeout: float
 ) -> dict[str, Any] | None:
-    """The ``output_schema`` member for ``tool``'s result (module docstring). Reads the
-    tool list when the connection has none cached (the call may have read it already, to
-    learn whether the tool runs as a task), each page within ``timeout`` but at most
-    :data:`LIST_BOUND`. Raises nothing but cancellation: a list that cannot be read
-    leaves the result unchecked, as the library leaves it."""
+    """The ``output_schema`` member for ``tool``'s result (module docstring). The tool
+    list, when the connection has none cached, is read within ``timeout`` but at most
+    :data:`LIST_BOUND` per page. Raises nothing but cancellation."""
     if outcome.isError is True:
         return None
-    redactor = conn.redactor
-    try:
-        tools = await conn.list_tools(timeout=min(timeout, LIST_BOUND))
-    except McplHostError as exc:
-        reason = f"the tool list could not be read ({type(exc).__name__}: {exc.message})"
-        return {"status": UNCHECKED, "reason": redactor.log_value(reason, 400)}
-    declared = next((t for t in tools if t.name == tool), None)
-    if declared is None or declared.output_schema is None:
+    check = await conn.check_output(
+        tool, outcome.structuredContent, timeout=min(timeout, LIST_BOUND)
+    )
+    if check is None:
         return None
-    try:
-        validator = validator_for(declared.output_schema)
-    except UnsupportedSchema as exc:
-        reason = f"the outputSchema cannot be checked: {exc}"
-        return {"status": UNCHECKED, "reason": redactor.log_value(reason, 400)}
-    if outcome.structuredContent is None:
+    redactor = conn.redactor
+    if check.status == UNCHECKED:
+        return {"status": UNCHECKED, "reason": redactor.log_value(check.reason or "", 400)}
+    if check.status == MATCHED:
+        return {"status": MATCHED}
+    if not check.violations:
         return {
             "status": MISMATCHED,
             "message": "the tool declared an outputSchema but its result has no structuredContent",
             "violations": [],
         }
-    violations = validator.errors(outcome.structuredContent, _VIOLATIONS)
-    if not violations:
-        return {"status": MATCHED}
     # The library's messages never show the instance's values (only member names and
     # the path, each escaped and cut); redacted still, as any text a server shaped.
     listed = [
@@ -72,7 +59,7 @@ async def check_output(
             "keyword": v.keyword,
             "message": redactor.redact(v.message),
         }
-        for v in violations
+        for v in check.violations
     ]
     described = "; ".join(f"{v['path'] or '/'}: {v['message']}" for v in listed)
     return {

@@ -4,7 +4,7 @@ reach the embedder."""
 
 from __future__ import annotations
 
-from .calls import ClientCalls
+from .calls import ClientCalls, OutputCheck
 from .decode import ResultDecodeError
 from .hooks import ElicitationHook, HookContext, SamplingHook
 from .task_types import Task, TaskError, TaskStatus
@@ -65,6 +65,7 @@ __all__ = [
     "LoggingLevel",
     "ModelHint",
     "ModelPreferences",
+    "OutputCheck",
     "Prompt",
     "PromptArgument",
     "PromptMessage",

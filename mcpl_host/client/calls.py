@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping
-from typing import Any, Final, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, TypeVar
 
 from msgspec import UNSET, Raw
 
@@ -35,7 +36,7 @@ from .listen import Listener
 from .mrtr import InputLimits, resolve
 from .pagination import DEFAULT_MAX_PAGES, ListLimits, collect_raw
 from .restore import SessionState
-from .schema import UnsupportedSchema
+from .schema import SchemaViolation, UnsupportedSchema
 from .types import (
     CallToolResult,
     Completion,
@@ -51,7 +52,7 @@ from .types import (
     WireType,
 )
 
-__all__ = ["ClientCalls"]
+__all__ = ["ClientCalls", "OutputCheck"]
 
 _log = get_logger("mcpl_host.client")
 T = TypeVar("T", bound=WireType)
@@ -68,6 +69,19 @@ _LISTS: Final[dict[type[Any], tuple[ListKind, str, str]]] = {
     ResourceTemplate: ("resource_templates", "resources/templates/list", "resourceTemplates"),
     Prompt: ("prompts", "prompts/list", "prompts"),
 }
+
+
+@dataclass(frozen=True, slots=True)
+class OutputCheck:
+    """A tool result's ``structuredContent`` against the ``outputSchema`` the tool's
+    listing declared (:meth:`ClientCalls.check_output`). ``status`` is ``"matched"``;
+    ``"mismatched"``, with the ``violations`` (none: the result has no
+    ``structuredContent``); or ``"unchecked"``, with the ``reason`` (the tool list could
+    not be read, or the schema is one the validator cannot check)."""
+
+    status: Literal["matched", "mismatched", "unchecked"]
+    violations: list[SchemaViolation] = field(default_factory=list)
+    reason: str | None = None
 
 
 class ClientCalls(abc.ABC):
@@ -261,32 +275,49 @@ class ClientCalls(abc.ABC):
     def _tool_result(self, raw: Raw) -> CallToolResult:
         return self._decode(raw, CallToolResult, "tools/call")
 
-    async def _check_output(self, tool: str, result: CallToolResult, timeout: float | None) -> None:
+    async def check_output(
+        self, tool: str, structured_content: Any, *, timeout: float | None = None
+    ) -> OutputCheck | None:
+        """``structured_content`` (a result's, None when it has none) against the
+        ``outputSchema`` that ``tool`` declared in the cached tool list (read first if
+        there is none, each page within ``timeout``); None when the tool declared none
+        (or is not listed). What :meth:`call_tool` checks, for a caller that made the
+        call itself. Raises nothing but cancellation: a list that cannot be read leaves
+        the result unchecked, since the call itself succeeded."""
         if not self._lists.has_tools:
             try:
                 await self.list_tools(timeout=timeout)
             except McplHostError as exc:
-                # The call succeeded; failing it now would lose its result.
-                _log.warning(
-                    "tool result not validated",
-                    server=self.name,
-                    tool=self.redactor.log_value(tool, 64),
-                    reason=f"the tool list could not be read: {type(exc).__name__}",
-                )
-                return
+                reason = f"the tool list could not be read ({type(exc).__name__}: {exc.message})"
+                return OutputCheck("unchecked", reason=reason)
         validator = self._lists.output_validator(tool)
         if validator is None:
-            return
+            return None
         if isinstance(validator, UnsupportedSchema):
+            return OutputCheck(
+                "unchecked", reason=f"the outputSchema cannot be checked: {validator}"
+            )
+        if structured_content is None:
+            return OutputCheck("mismatched")
+        violations = validator.errors(structured_content)
+        return OutputCheck("mismatched", violations) if violations else OutputCheck("matched")
+
+    async def _check_output(self, tool: str, result: CallToolResult, timeout: float | None) -> None:
+        check = await self.check_output(tool, result.structured_content, timeout=timeout)
+        if check is None or check.status == "matched":
+            return
+        shown = self.redactor.log_value(tool, 64)
+        if check.status == "unchecked":
+            # The call succeeded; failing it now would lose its result.
             _log.warning(
                 "tool result not validated",
                 server=self.name,
-                tool=self.redactor.log_value(tool, 64),
-                reason=self.redactor.log_value(str(validator)),
+                tool=shown,
+                reason=self.redactor.log_value(check.reason or ""),
             )
             return
-        shown = self.redactor.log_value(tool, 64)
-        if result.structured_content is None:
+        violations = check.violations
+        if not violations:
             raise OutputSchemaError(
                 f"tool {shown!r} declared an outputSchema but its result has no structuredContent",
                 tool=tool,
@@ -294,19 +325,16 @@ class ClientCalls(abc.ABC):
                 violations=[],
                 server=self.name,
             )
-        violations = validator.errors(result.structured_content)
-        if violations:
-            described = "; ".join(
-                f"{v.path or '/'}: {self.redactor.redact(v.message)}" for v in violations
-            )
-            raise OutputSchemaError(
-                f"the structuredContent of tool {shown!r} does not match its outputSchema: "
-                f"{described}",
-                tool=tool,
-                result=result,
-                violations=violations,
-                server=self.name,
-            )
+        described = "; ".join(
+            f"{v.path or '/'}: {self.redactor.redact(v.message)}" for v in violations
+        )
+        raise OutputSchemaError(
+            f"the structuredContent of tool {shown!r} does not match its outputSchema: {described}",
+            tool=tool,
+            result=result,
+            violations=violations,
+            server=self.name,
+        )
 
     # -- resources ---------------------------------------------------------------------
 
