@@ -8,9 +8,11 @@ Pure: URLs and bytes in, decisions out; fetching is :mod:`.discovery`'s.
 from __future__ import annotations
 
 from typing import Final
-from urllib.parse import SplitResult, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
+
+from ..protocol.origins import netloc, origin
 
 __all__ = [
     "AuthServerMetadata",
@@ -72,35 +74,13 @@ def web_url(url: object) -> bool:
     return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
 
 
-_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
-
-
-def _netloc(parts: SplitResult) -> str:
-    """Host and port, lower case, without the scheme's default port (RFC 3986 section
-    6.2.3: ``https://h:443`` and ``https://h`` are one origin)."""
-    netloc = parts.netloc.lower()
-    try:
-        port = parts.port
-    except ValueError:
-        return netloc
-    if port is not None and port == _DEFAULT_PORTS.get(parts.scheme.lower()):
-        return netloc.rpartition(":")[0]
-    return netloc
-
-
-def origin(url: str) -> str:
-    """``scheme://host[:port]`` of ``url``, scheme and host lower case, no default port."""
-    parts = urlsplit(url)
-    return f"{parts.scheme.lower()}://{_netloc(parts)}"
-
-
 def canonical_resource(url: str) -> str:
     """The MCP server's canonical URI (RFC 8707, MCP "Canonical Server URI"): scheme and
     host lower case, no default port, no fragment, no query, no trailing slash on a
     path."""
     parts = urlsplit(url)
     path = parts.path.rstrip("/") if parts.path != "/" else ""
-    return urlunsplit((parts.scheme.lower(), _netloc(parts), path, "", ""))
+    return urlunsplit((parts.scheme.lower(), netloc(parts), path, "", ""))
 
 
 def resource_matches(advertised: str, server_url: str) -> bool:

@@ -32,6 +32,7 @@ from urllib.parse import urljoin, urlsplit
 import trio
 
 from ..protocol.errors import TransportError
+from ..protocol.origins import origin
 from ..protocol.redact import log_value
 from ..protocol.sse import SseDecoder, SseEvent
 from .http_body import content_kind, read_chunks
@@ -80,7 +81,6 @@ class _Owner(Protocol):
 ENDPOINT_MAX_BYTES: Final = 8192  # the endpoint goes in every POST's request line
 _ACCEPT_EVENTS: Final = b"text/event-stream"
 _DRAINED: Final = 65536  # bytes of a POST's answer read to keep its connection
-_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
 
 class NoStream(NamedTuple):
@@ -104,12 +104,6 @@ def status_text(status: int) -> str:
         return str(status)
 
 
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    return scheme, (parts.hostname or "").lower(), parts.port or _DEFAULT_PORTS.get(scheme)
-
-
 def endpoint_path(sse_url: str, data: str) -> str:
     """The path and query to POST to, from the ``endpoint`` event's data.
 
@@ -126,12 +120,11 @@ def endpoint_path(sse_url: str, data: str) -> str:
         raise _refused("the endpoint is not printable ASCII")
     try:
         resolved = urljoin(sse_url, reference)
-        origin = _origin(resolved)
+        found = origin(resolved)
     except ValueError:
         raise _refused("the endpoint is not a URI reference") from None
-    if origin != _origin(sse_url):
-        scheme, host, port = origin
-        where = log_value(f"{scheme}://{host}:{port}", 120)
+    if found != origin(sse_url):
+        where = log_value(found, 120)
         raise _refused(f"the endpoint is on another origin ({where}) than the SSE stream")
     parts = urlsplit(resolved)
     return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
