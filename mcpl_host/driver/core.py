@@ -74,9 +74,9 @@ from .responder import Handler, ping
 __all__ = ["Driver", "ProgressCallback", "TransportFactory"]
 
 _log = get_logger("mcpl_host.connection")  # the name embedders filter on
-# A new HTTP session after the server ended one (404), when no reconnect policy is set.
 # What starts an address: a URL scheme and its colon (``unix:``, ``tcp://``...).
 _SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+# A new HTTP session after the server ended one (404), when no reconnect policy is set.
 _RENEW_SESSION: Final = Reconnect(initial=0.1, maximum=1.0, jitter=0.1, max_attempts=3)
 
 T = TypeVar("T")
