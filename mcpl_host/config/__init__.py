@@ -31,12 +31,20 @@ from ._auth import TOKEN_ENDPOINT_AUTH_METHODS, AuthSpec
 from ._discover import KnownFile, candidate_files, discover
 from ._entry import ServerConfig
 from ._expand import INPUT_ENV_PREFIX, InputResolver, InputSpec, input_env_name
-from ._file import ConfigFile, load_config, parse_config, parse_document, read_config
+from ._file import (
+    MAX_CONFIG_BYTES,
+    ConfigFile,
+    load_config,
+    parse_config,
+    parse_document,
+    read_config,
+)
 from ._keys import IGNORED_KEYS
 
 __all__ = [
     "IGNORED_KEYS",
     "INPUT_ENV_PREFIX",
+    "MAX_CONFIG_BYTES",
     "TOKEN_ENDPOINT_AUTH_METHODS",
     "AuthSpec",
     "ConfigFile",

@@ -18,7 +18,14 @@ from ._entry import EntryContext, ServerConfig, parse_entry
 from ._expand import Expander, InputResolver, InputSpec, Unresolved, input_env_name
 from ._jsonc import strip_jsonc
 
-__all__ = ["ConfigFile", "load_config", "parse_config", "parse_document", "read_config"]
+__all__ = [
+    "MAX_CONFIG_BYTES",
+    "ConfigFile",
+    "load_config",
+    "parse_config",
+    "parse_document",
+    "read_config",
+]
 
 _FORMATS: Final = (
     "mcpServers (Claude Desktop, Claude Code, Cursor, Windsurf), "
@@ -28,6 +35,11 @@ _INPUT_TYPES: Final = ("promptString", "pickString", "command")
 _INPUT_ID: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,63}")
 # Project directories of a client: the workspace is the directory holding them.
 _PROJECT_DIRS: Final = (".vscode", ".cursor")
+
+
+# A config file is a person's, but discovery reads whatever sits at the known places (a
+# ~/.claude.json grows with every project's history): read no more than this.
+MAX_CONFIG_BYTES: Final = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +90,12 @@ def read_config(
     """
     file = str(path)
     try:
-        raw = Path(file).read_bytes()
+        with open(file, "rb") as opened:
+            raw = opened.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise ConfigurationError(f"{file}: cannot read the config file ({exc.strerror})") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigurationError(f"{file}: the config file is over {MAX_CONFIG_BYTES} bytes")
     data = _decode(raw, file)
     if workspace is None:
         parent = Path(file).resolve().parent

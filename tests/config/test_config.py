@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mcpl_host import ConfigurationError, StdioTarget, TcpTarget, UnixTarget
-from mcpl_host.config import load_config, parse_config
+from mcpl_host.config import MAX_CONFIG_BYTES, load_config, parse_config
 from mcpl_host.transports.targets import HttpTarget
 
 from .helpers import error_of
@@ -113,6 +113,13 @@ def test_an_entry_of_the_wrong_shape_leaves_the_others_usable() -> None:
         assert servers[name].source == f"c.json:mcpServers.{name}"
     assert servers["other"].problem is not None
     assert servers["other"].problem.startswith("key 'mcpServers.other'.type must be one of")
+
+
+def test_a_file_over_the_bound_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "huge.json"
+    path.write_bytes(b'{"mcpServers": {}}' + b" " * MAX_CONFIG_BYTES)
+    with pytest.raises(ConfigurationError, match=r"huge\.json: the config file is over"):
+        load_config(path)
 
 
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
