@@ -11,6 +11,7 @@ comment (``.. docs-test: KIND[: DETAIL]``) before it. Nothing here runs anything
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -128,13 +129,32 @@ def docstring_blocks(path: Path) -> list[Block]:
             continue
         docstring = ast.get_docstring(node, clean=True) or ""
         for offset, text, marker_body in _literal_blocks(docstring):
-            if not _PYTHON_START.match(text):
+            if not _is_python(text):
                 continue
             block = Block(path, value.lineno + offset, "python", text, in_docstring=True)
             if marker_body is not None:
                 block.marker, block.marker_error = parse_marker(marker_body)
             blocks.append(block)
     return blocks
+
+
+def _is_python(text: str) -> bool:
+    """Whether a docstring's literal block is Python: it starts as Python does, or it
+    compiles and is not JSON (a config sketch is both): an example cannot escape the
+    test by starting with an assignment."""
+    if _PYTHON_START.match(text):
+        return True
+    try:
+        json.loads(text)
+    except ValueError:
+        pass
+    else:
+        return False
+    try:
+        compile(text, "<docstring>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    except SyntaxError:
+        return False
+    return True
 
 
 def _literal_blocks(docstring: str) -> Iterator[tuple[int, str, str | None]]:

@@ -383,13 +383,19 @@ def test_docstring_blocks_are_scripts_or_fragments(tmp_path: Path) -> None:
         '"""A module.\n\nFor example::\n\n    import sys\n    print(sys.argv)\n\n'
         "or, inside a task::\n\n    async with f() as g:\n        await g()\n\n"
         ".. docs-test: skip: needs a hosted server\n\nRemote::\n\n    print(1)\n\n"
-        'A config::\n\n    {"mcpServers": {}}\n"""\n'
+        'A config::\n\n    {"mcpServers": {}}\n\n'
+        "Synchronously::\n\n    conn = sync.Connection(target)\n\n"
+        "Options::\n\n    timeout   seconds, 30 by default\n"
+        '"""\n'
     )
     blocks = docstring_blocks(module)
     assert [(block.line, plan(block)) for block in blocks] == [
         (5, "script"),
         (10, "fragment"),
         (17, "skip"),
+        # Python that starts with an assignment is found too (a JSON sketch, a table of
+        # options are not Python).
+        (25, "script"),
     ]
 
 
