@@ -622,11 +622,12 @@ _KINDS: Final = (
     ("tcp://", "a TCP socket"),
     ("unix:", "a Unix socket"),
 )
+_HTTP_CREDENTIALS: Final = (
+    ": its credentials go in --header 'NAME: VALUE', --bearer-env VAR or --bearer TOKEN"
+)
 _ENV_INSTEAD: Final = {
-    "an HTTP server": ": its credentials go in --header 'NAME: VALUE', --bearer-env VAR "
-    "or --bearer TOKEN",
-    "an HTTP server (the legacy HTTP+SSE transport)": ": its credentials go in --header "
-    "'NAME: VALUE', --bearer-env VAR or --bearer TOKEN",
+    "an HTTP server": _HTTP_CREDENTIALS,
+    "an HTTP server (the legacy HTTP+SSE transport)": _HTTP_CREDENTIALS,
     "a WebSocket server": ": its headers and token go in a --config FILE entry",
 }
 
