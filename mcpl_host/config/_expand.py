@@ -158,29 +158,29 @@ class Expander:
             return predefined[form], "path"
         kind, colon, rest = form.partition(":")
         if colon and kind == "env" and _ENV_NAME.fullmatch(rest):
-            return self._env(rest, None)
+            return self._env(rest, None, form)
         if colon and kind == "input" and rest:
             return self.input_value(rest), "secret"
         if colon and kind == "file" and rest:
             return self._file(rest), "secret"
         if _ENV_NAME.fullmatch(form):
-            return self._env(form, None)
+            return self._env(form, None, form)
         defaulted = _DEFAULTED.fullmatch(form)
         if defaulted:
-            return self._env(defaulted.group(1), defaulted.group(2))
+            return self._env(defaulted.group(1), defaulted.group(2), form)
         shown = f"${{{form}}}" if _SHOWN_FORM.fullmatch(form) else "a ${...} form"
         raise Unresolved(
             f"variable {shown} is not one mcpl-host expands (${{VAR}}, ${{VAR:-default}}, "
             "${env:VAR}, ${input:ID}, ${file:PATH}, ${workspaceFolder}, ${userHome}, ...)"
         )
 
-    def _env(self, name: str, default: str | None) -> tuple[str, str]:
+    def _env(self, name: str, default: str | None, form: str) -> tuple[str, str]:
         value = self.environ.get(name)
         if default is not None and not value:
             # Written in the file, as any literal text is: not a secret of itself.
             return default, "path"
         if value is None:
-            raise Unresolved(f"environment variable {name} is not set (${{{name}}})")
+            raise Unresolved(f"environment variable {name} is not set (${{{form}}})")
         if name.upper() in _LOCATIONS or name.upper().startswith("XDG_"):
             return value, "path"  # masked, it would hide every path a server returns
         return value, "value"

@@ -422,3 +422,11 @@ def test_what_is_still_not_json_names_the_file(tmp_path: Path) -> None:
     path = _file(tmp_path, '{"servers": {"a": } // broken')
     with pytest.raises(ConfigurationError, match="not valid JSON"):
         load_config(path)
+
+
+@pytest.mark.parametrize("written", ["${API}", "${env:API}"])
+def test_an_unset_variable_is_named_as_the_file_wrote_it(written: str) -> None:
+    entry = {"command": "s", "args": [written], "env": {"OK": "${HOME:-x}"}}
+    config = parse_config({"mcpServers": {"s": entry}}, environ={})["s"]
+    assert config.target is None
+    assert config.problem == f"args: environment variable API is not set ({written})"
