@@ -85,8 +85,9 @@ def read_config(
     a file in one, else the current directory).
 
     Raises :class:`~mcpl_host.ConfigurationError` naming the file (and the key) when the
-    file cannot be read, is not JSON (comments and trailing commas are allowed), or
-    holds a malformed entry.
+    file cannot be read, is over :data:`MAX_CONFIG_BYTES`, is not JSON (comments and
+    trailing commas are allowed) or has no servers object; a malformed entry is that
+    server's ``problem``.
     """
     file = str(path)
     try:

@@ -101,7 +101,7 @@ class ConnectionManager(OwnsNursery):
         auth: OAuth | None = None,
     ) -> None:
         """Raises :class:`~mcpl_host.ConfigurationError` when the config file cannot be
-        read or holds a malformed entry, for an unknown revision in ``versions``, or an
+        read or is malformed as a whole, for an unknown revision in ``versions``, or an
         empty ``tool_separator``; ``TypeError`` for a server given as something else
         than a :data:`ServerSpec`. A server's own trouble (a bad target string, a
         ``problem`` in its config entry) is not raised: that server is ``failed``."""
