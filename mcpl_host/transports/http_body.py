@@ -3,7 +3,7 @@
 The body comes from :class:`~.http_pool.HttpResponse` one read at a time, with no chain
 of async generators to leave behind when reading stops early (httpx's had to be ended
 by a cancel: httpx issue 3686). Closing the response (the socket, or its return to the
-pool) is the caller's: ``HttpTransport._open``.
+pool) is the caller's: ``HttpCore.open`` (http_core.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The legacy HTTP+SSE transport of MCP 2024-11-05, as a mode of the HTTP transport.
 
 A mode, not a transport of its own: it is :class:`~.http.HttpTransport` with another
-way to carry lines (and it uses that class's internals: its headers, exchanges,
-delivery and settling of requests), so that the fallback can switch to it in the middle
-of a connect, under the connection's feet.
+way to carry lines, so that the fallback (http_fallback.py) can switch to it in the
+middle of a connect, under the connection's feet. What it shares with Streamable HTTP
+(the headers, an exchange with authorization, delivering and settling requests, the
+transport's end) it uses through the core's public surface (http_core.py).
 
 The host GETs the server's URL with ``Accept: text/event-stream``. The stream's first
 event, ``endpoint``, names (as a URI reference resolved against that URL) where every
@@ -26,7 +27,7 @@ event decoder and its bound, the redaction.
 from __future__ import annotations
 
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 from urllib.parse import urljoin, urlsplit
 
 import trio
@@ -47,35 +48,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .http_pool import HttpPool
-    from .http_target import HttpTarget
-
-
-class _Owner(Protocol):
-    """What the legacy mode uses of :class:`~.http.HttpTransport` (named here, not
-    imported: that module imports this one)."""
-
-    target: HttpTarget
-    description: str
-    _max: int
-    _pool: HttpPool
-    _log: Any  # a structlog logger
-
-    def _headers(self, accept: bytes | None = None) -> list[tuple[bytes, bytes]]: ...
-    async def _open(
-        self,
-        method: bytes,
-        headers: list[tuple[bytes, bytes]],
-        content: bytes | None = None,
-        *,
-        may_authorize: bool = False,
-        target: bytes | None = None,
-    ) -> HttpResponse: ...
-    async def _take_event(self, event: SseEvent, waiting: set[Any] | None) -> int: ...
-    async def _dropped_event(self, waiting: set[Any] | None) -> bool: ...
-    async def _body(self, response: HttpResponse) -> bytes | None: ...
-    async def _refused(self, status: int, body: bytes, waiting: set[Any]) -> None: ...
-    def _end(self, reason: str) -> None: ...
+    from .http_core import HttpCore
 
 
 ENDPOINT_MAX_BYTES: Final = 8192  # the endpoint goes in every POST's request line
@@ -130,10 +103,10 @@ def endpoint_path(sse_url: str, data: str) -> str:
     return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
-def _no_endpoint(transport: _Owner) -> TransportError:
+def _no_endpoint(core: HttpCore) -> TransportError:
     return TransportError(
-        f"no endpoint event on the SSE stream of {transport.description} "
-        f"within {transport.target.timeout:g} s",
+        f"no endpoint event on the SSE stream of {core.description} "
+        f"within {core.target.timeout:g} s",
         reason="no-endpoint",
     )
 
@@ -150,13 +123,13 @@ class _Opened(NamedTuple):
 
 
 async def _endpoint(
-    response: HttpResponse, decoder: SseDecoder, transport: _Owner, deadline: float
+    response: HttpResponse, decoder: SseDecoder, core: HttpCore, deadline: float
 ) -> _Opened:
     """Read the stream up to its ``endpoint`` event, by ``deadline``; the endpoint resolved."""
     with trio.move_on_at(deadline):
-        data, early = await _endpoint_event(response, decoder, transport.description)
-        return _Opened(endpoint_path(transport.target.url, data), early)
-    raise _no_endpoint(transport)
+        data, early = await _endpoint_event(response, decoder, core.description)
+        return _Opened(endpoint_path(core.target.url, data), early)
+    raise _no_endpoint(core)
 
 
 async def _endpoint_event(
@@ -188,20 +161,20 @@ class LegacySession:
 
     def __init__(
         self,
-        transport: _Owner,
+        core: HttpCore,
         response: HttpResponse,
         decoder: SseDecoder,
         opened: _Opened,
     ) -> None:
-        self._transport = transport
+        self._core = core
         self._response = response
         self._decoder = decoder
         self._early = opened.early
         self.path = opened.path
-        self._target = transport._pool.target_of(opened.path)
+        self._target = core.target_of(opened.path)
 
     @classmethod
-    async def open(cls, transport: _Owner) -> LegacySession | NoStream:
+    async def open(cls, core: HttpCore) -> LegacySession | NoStream:
         """GET the target's URL, and read its stream up to the endpoint event, within
         the target's timeout. :class:`NoStream` when the answer is not an event stream.
 
@@ -211,26 +184,26 @@ class LegacySession:
             AuthorizationRequired, AuthorizationError: the GET was not authorized.
             HttpClientError: the GET itself failed (``ConnectError``: no connection).
         """
-        target = transport.target
+        target = core.target
         deadline = trio.current_time() + target.timeout
-        headers = transport._headers(_ACCEPT_EVENTS)
-        response = await transport._open(b"GET", headers, may_authorize=True)
+        headers = core.headers(_ACCEPT_EVENTS)
+        response = await core.open(b"GET", headers, may_authorize=True)
         try:
             kind = content_kind(response)
             if response.status_code != 200 or kind != "text/event-stream":
                 response.close()
                 return NoStream(response.status_code, kind)
-            decoder = SseDecoder(transport._max)
-            opened = await _endpoint(response, decoder, transport, deadline)
+            decoder = SseDecoder(core.max_message_bytes)
+            opened = await _endpoint(response, decoder, core, deadline)
         except BaseException:
             response.close()
             raise
-        return cls(transport, response, decoder, opened)
+        return cls(core, response, decoder, opened)
 
     async def listen(self) -> None:
         """Read the GET stream to its end, handing each ``message`` event to the
         connection; its end (or a broken read) ends the transport."""
-        transport = self._transport
+        core = self._core
         decoder = self._decoder
         dropped = decoder.dropped
         reason = "eof"
@@ -241,7 +214,7 @@ class LegacySession:
                 await self._take(event)
             if decoder.dropped != dropped:
                 dropped = decoder.dropped
-                await transport._dropped_event(None)
+                await core.dropped_event(None)
             return True
 
         with self._response:
@@ -252,19 +225,19 @@ class LegacySession:
                 await read_chunks(self._response, take)
             except (ReadError, RemoteProtocolError):
                 reason = "read-failed"
-        transport._end(reason)
+        core.end(reason)
 
     async def _take(self, event: SseEvent) -> None:
-        await self._transport._take_event(event, None)  # a message, else nothing
+        await self._core.take_event(event, None)  # a message, else nothing
 
     async def exchange(self, line: bytes, waiting: set[Any]) -> None:
         """POST ``line`` to the endpoint. Its answers come on the GET stream; an HTTP
         error settles the requests it carried at once, but a 404 (the server forgot the
         session), which ends the transport."""
-        transport = self._transport
-        headers = transport._headers()
+        core = self._core
+        headers = core.headers()
         headers.append((b"Content-Type", b"application/json"))
-        response = await transport._open(
+        response = await core.open(
             b"POST", headers, line, may_authorize=bool(waiting), target=self._target
         )
         with response:
@@ -279,14 +252,14 @@ class LegacySession:
                     seen += len(chunk)
                     return seen <= _DRAINED
 
-                with trio.move_on_after(transport.target.timeout):
+                with trio.move_on_after(core.target.timeout):
                     await read_chunks(response, drain)
                 return
-            body = await transport._body(response)
+            body = await core.body(response)
         if status == 404:
             # The server forgot the session: as for Streamable HTTP, the transport ends
             # and its requests are the connection's to rebind or fail (a new session).
-            transport._log.info("legacy session gone (404): the transport ends")
-            transport._end("session-expired")
+            core.log.info("legacy session gone (404): the transport ends")
+            core.end("session-expired")
             return
-        await transport._refused(status, body or b"", waiting)
+        await core.refused(status, body or b"", waiting)

@@ -21,7 +21,7 @@ deflate) is still decoded.
 Errors: :class:`HttpClientError` and its kinds (:class:`ConnectError`,
 :class:`ReadError`, :class:`WriteError`, :class:`RemoteProtocolError`), each the cause of
 the trio or h11 error chained; cancellation is trio's. No timeouts of its own: the caller
-bounds an exchange (HttpTransport._open).
+bounds an exchange (HttpCore.open).
 """
 
 from __future__ import annotations

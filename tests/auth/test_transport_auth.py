@@ -1,8 +1,8 @@
-"""The HTTP transport's side of authorization (mcpl_host/transports/http.py ``_open``,
-the driver's ``_fail_requests``): a 401 without auth is a typed error carrying the
-challenge, never a JSON-RPC answer made up for the connection; a request that fails
-authorization after connect fails alone; a server that keeps asking for a DPoP nonce
-cannot keep the host resending."""
+"""The HTTP transport's side of authorization (mcpl_host/transports/http_core.py
+``HttpCore.open``, the driver's ``_fail_requests``): a 401 without auth is a typed error
+carrying the challenge, never a JSON-RPC answer made up for the connection; a request
+that fails authorization after connect fails alone; a server that keeps asking for a
+DPoP nonce cannot keep the host resending."""
 
 from __future__ import annotations
 
