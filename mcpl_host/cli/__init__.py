@@ -4,7 +4,8 @@
 --args JSON TARGET``, ``mcpl-host auth login|status|logout [TARGET]``, ``mcpl-host
 config list [FILE...]`` and ``mcpl-host completion SHELL`` (docs/cli.md).
 This package is the only place in mcpl_host that configures logging; its modules each
-do one thing: :mod:`.args` (the command line), :mod:`.targets` (which servers),
+do one thing: :mod:`.parser` (the argparse parser), :mod:`.args` (what the command
+line means), :mod:`.targets` (which servers),
 :mod:`.run` (connecting and the report), :mod:`.credentials` (the OAuth an HTTP server
 gets), :mod:`.auth` (``auth`` and the login on a terminal), :mod:`.inputs` (VS Code
 inputs asked on a terminal), :mod:`.configs` (``config list``), :mod:`.failure` (error

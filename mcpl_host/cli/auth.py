@@ -23,9 +23,10 @@ from ..config import AuthSpec, InputResolver, read_config
 from ..protocol.errors import ConfigurationError, McplHostError
 from ..protocol.redact import Redactor, log_value
 from ..transports.targets import HttpTarget, describe
-from .args import DEFAULT_TIMEOUT, LOGIN_TIMEOUT, AuthOptions
+from .args import AuthOptions
 from .credentials import CALLBACK_PATH, Recording, entries_for, oauth_for, registered_port
 from .failure import CONFIG_ERROR, describe_failure, error_object
+from .parser import DEFAULT_TIMEOUT, LOGIN_TIMEOUT
 from .render import Style
 from .trace import WireWatch
 

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
-from .args import SHELLS, parser
+from .parser import SHELLS, parser
 
 __all__ = ["Command", "Option", "commands", "script"]
 

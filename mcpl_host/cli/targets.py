@@ -24,9 +24,10 @@ from ..transports.targets import (
     parse_target,
     redactor_for,
 )
-from .args import TARGET_KINDS, Options
+from .args import Options
 from .auth import login_command
 from .credentials import oauth_for, uses_oauth
+from .parser import TARGET_KINDS
 
 __all__ = ["DEMO_NAME", "Plan", "Planned", "resolve"]
 
