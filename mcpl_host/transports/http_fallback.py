@@ -35,6 +35,8 @@ _FALLBACK_STATUSES: Final = frozenset({400, 404, 405})
 _PATH_HINT: Final = (
     "check the URL's path (Streamable HTTP servers usually serve /mcp, legacy SSE servers /sse)"
 )
+# How much of a refusal's body the error shows.
+_SAID_LIMIT: Final = 200
 _plain = msgspec.json.Decoder()
 
 
@@ -98,22 +100,31 @@ class Fallback:
             )
         self._use(found)
 
-    async def fall_back(self, status: int, line: bytes, waiting: set[Any]) -> None:
+    async def fall_back(self, status: int, body: bytes, line: bytes, waiting: set[Any]) -> None:
         """A POST (``initialize``, before any answer proved the transport) was refused
         with 400, 404 or 405: GET the URL for a legacy server's event stream (once), and
         send the message again over it when its endpoint event comes.
 
         Raises:
             TransportError: no event stream at the URL either (``reason="no-endpoint"``:
-                the message names both answers), or as :meth:`_probe`.
+                the message names both answers, and a 400's body, which usually says
+                what the server found wrong), or as :meth:`_probe`.
         """
         core = self._core
         core.log.info("POST refused: looking for a legacy SSE stream", status=status)
         found = await self._probe()
         if isinstance(found, NoStream):
+            # A 400 is the server's objection to the request, not to the path: its
+            # words, cut and redacted, say more than a hint about paths would.
+            said = body.decode("utf-8", "replace").strip()
+            why = (
+                f"the server said {core.safe(said[:_SAID_LIMIT])!r}"
+                if status == 400 and said
+                else ""
+            )
             raise TransportError(
                 f"POST {core.description} -> {status_text(status)} and no SSE stream there "
-                f"(GET -> {found.describe()}): {_PATH_HINT}",
+                f"(GET -> {found.describe()}): {why or _PATH_HINT}",
                 reason="no-endpoint",
             )
         if self.legacy is None:

@@ -138,7 +138,7 @@ class StreamableHttp:
             body = await core.body(response)
             if self._fallback.applies(status, body or b"", line):
                 response.close()  # its connection is free for the GET
-                await self._fallback.fall_back(status, line, waiting)
+                await self._fallback.fall_back(status, body or b"", line, waiting)
                 return
             await core.refused(status, body or b"", waiting)
 

@@ -335,3 +335,47 @@ async def test_a_refused_discover_never_sends_the_host_to_the_legacy_transport()
     finally:
         server.shutdown()
         server.server_close()
+
+
+class _Objecting(BaseHTTPRequestHandler):
+    """Refuses every POST with a plain-text 400 that says why (a token echoed in it),
+    and has no event stream."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _send(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self._send(400, b"missing header X-Tenant (got Authorization: Bearer tok-5e1f9a)\n")
+
+    def do_GET(self) -> None:
+        self._send(404, b"Not Found")
+
+
+async def test_no_stream_after_a_400_shows_what_the_server_said_redacted() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Objecting)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/mcp"
+        target = HttpTarget(url, headers={"Authorization": "Bearer tok-5e1f9a"})
+        with trio.fail_after(10), pytest.raises(TransportError) as caught:
+            async with Connection(target):
+                pytest.fail("connected")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert caught.value.reason == "no-endpoint"
+    assert caught.value.message == (
+        f"POST {url} -> 400 Bad Request and no SSE stream there (GET -> 404 Not Found): "
+        "the server said 'missing header X-Tenant (got Authorization: ***)'"
+    )
