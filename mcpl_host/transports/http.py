@@ -244,15 +244,8 @@ class HttpTransport:
         return self._fallback.legacy is not None
 
     async def open_legacy(self) -> None:
-        """Open the legacy session (an ``"sse"`` target): GET the URL and read its
-        stream up to the endpoint event.
-
-        Raises:
-            TransportError: no connection (``reason="connect-failed"``), no event stream
-                at the URL or no endpoint event in time (``"no-endpoint"``), an endpoint
-                refused (``"endpoint-refused"``).
-            AuthorizationRequired, AuthorizationError: the GET was not authorized.
-        """
+        """Open the legacy session of an ``"sse"`` target; raises as
+        :meth:`Fallback.open_legacy <mcpl_host.transports.http_fallback.Fallback.open_legacy>`."""
         await self._fallback.open_legacy()
 
     def use_revision(self, revision: str) -> None:

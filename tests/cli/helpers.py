@@ -223,3 +223,30 @@ def browser_env(tmp_path: Path) -> dict[str, str]:
     script = tmp_path / "fake_browser.py"
     script.write_text(FAKE_BROWSER)
     return {"BROWSER": f"{sys.executable} {script} %s"}
+
+
+class TerminalReader:
+    """What a command writes on a pseudo-terminal, read by a thread as it comes (a full
+    terminal buffer would block the command). ``text()`` is what was read so far."""
+
+    def __init__(self, leader: int) -> None:
+        self._leader = leader
+        self._chunks: list[bytes] = []
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self._leader, 4096)
+            except OSError:  # EIO: the command closed its side
+                return
+            if not chunk:
+                return
+            self._chunks.append(chunk)
+
+    def text(self) -> str:
+        return b"".join(self._chunks).decode("utf-8", "replace")
+
+    def join(self) -> None:
+        self._thread.join(5)

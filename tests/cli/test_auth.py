@@ -12,7 +12,6 @@ import pty
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from mcpl_host.cli.args import AuthOptions, UsageError, parse
 from .helpers import (
     CLI,
     TIMEOUT,
+    TerminalReader,
     authorization_server,
     browser_env,
     refusing_http_server,
@@ -407,29 +407,16 @@ def _run_on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str, 
         text=True,
     )
     os.close(follower)
-    shown: list[bytes] = []
-
-    def drain() -> None:  # a full terminal buffer would block the command
-        while True:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:  # EIO: the command closed its side
-                return
-            if not chunk:
-                return
-            shown.append(chunk)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
+    reader = TerminalReader(leader)
     try:
         out, _ = process.communicate(timeout=TIMEOUT)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
-        reader.join(5)
+        reader.join()
         os.close(leader)
-    return process.returncode, out, b"".join(shown).decode("utf-8", "replace")
+    return process.returncode, out, reader.text()
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a POSIX pseudo-terminal")

@@ -10,14 +10,22 @@ import os
 import pty
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .helpers import CLI, TIMEOUT, closed_port_url, run, run_in_process, run_json, server
+from .helpers import (
+    CLI,
+    TIMEOUT,
+    TerminalReader,
+    closed_port_url,
+    run,
+    run_in_process,
+    run_json,
+    server,
+)
 
 CANARY = "canary-c0nf1g-f1le-secret"
 ANSWER = "typed-1nput-answer"
@@ -193,25 +201,12 @@ def test_an_input_is_asked_on_the_terminal_without_echo(tmp_path: Path) -> None:
         text=True,
     )
     os.close(follower)
-    shown: list[bytes] = []
-
-    def drain() -> None:
-        while True:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:  # EIO: the command closed its side
-                return
-            if not chunk:
-                return
-            shown.append(chunk)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
+    reader = TerminalReader(leader)
     try:
         deadline = time.monotonic() + TIMEOUT
-        while b"needs Token" not in b"".join(shown):
-            assert time.monotonic() < deadline, b"".join(shown)
-            assert process.poll() is None, b"".join(shown)  # ended without asking
+        while "needs Token" not in reader.text():
+            assert time.monotonic() < deadline, reader.text()
+            assert process.poll() is None, reader.text()  # ended without asking
             time.sleep(0.02)
         os.write(leader, ANSWER.encode() + b"\n")
         out, _ = process.communicate(timeout=TIMEOUT)
@@ -219,9 +214,9 @@ def test_an_input_is_asked_on_the_terminal_without_echo(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
-        reader.join(5)
+        reader.join()
         os.close(leader)
-    terminal = b"".join(shown).decode("utf-8", "replace")
+    terminal = reader.text()
     assert "mcpl-host: probe needs Token: " in terminal
     assert ANSWER not in terminal  # not echoed
     seen = json.loads(json.loads(out)["result"]["content"][0]["text"])

@@ -9,16 +9,14 @@ import fcntl
 import os
 import pty
 import re
-import select
 import struct
 import subprocess
 import termios
-import time
 from pathlib import Path
 
 import pytest
 
-from .helpers import CLI, TIMEOUT, run, run_json, server
+from .helpers import CLI, TIMEOUT, TerminalReader, run, run_json, server
 
 LONG_URI = "file:///" + "very/long/path/" * 12 + "quarterly-report.txt"
 TEMPLATE = "github://repos/{owner}/{repo}/issues/{issue_number}/comments{?page,per_page}"
@@ -96,30 +94,22 @@ def on_terminal(args: list[str], columns: int) -> str:
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env["NO_COLOR"] = "1"
-    chunks: list[bytes] = []
     try:
         process = subprocess.Popen(
             [*CLI, *args], stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env=env
         )
         os.close(follower)  # the child holds its own copy
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([leader], [], [], 1.0)
-            if not ready:
-                continue
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the child closed the terminal and all was read
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        else:
-            process.kill()
-        assert process.wait(timeout=TIMEOUT) == 0
+        reader = TerminalReader(leader)
+        try:
+            assert process.wait(timeout=TIMEOUT) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            reader.join()
     finally:
         os.close(leader)
-    return b"".join(chunks).decode().replace("\r\n", "\n")
+    return reader.text().replace("\r\n", "\n")
 
 
 def section(out: str, heading: str) -> list[str]:
