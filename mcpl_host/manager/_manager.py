@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import trio
 from msgspec import UNSET
@@ -153,11 +154,13 @@ class ConnectionManager(OwnsNursery):
                 policy=reconnect,
                 make_connection=self._connect,
                 on_event=on_event,
-                on_status=on_status,
+                on_status=self._status_changed,
                 auth=auth,
             )
             for name, spec in servers.items()
         }
+        self._on_status = on_status
+        self._changed = trio.Event()  # set and replaced on every status change
         self._routes: dict[str, ToolEntry] = {}
         self._running = False
         self._closing = False
@@ -216,6 +219,39 @@ class ConnectionManager(OwnsNursery):
         await self._server(name).close()
 
     # -- servers -------------------------------------------------------------------------
+
+    def _status_changed(self, status: ServerStatus) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+        if self._on_status is not None:
+            self._on_status(status)  # ManagedServer logs what it raises
+
+    async def wait_ready(
+        self,
+        *names: str,
+        mode: Literal["all", "any"] = "all",
+        timeout: float | None = None,
+    ) -> dict[str, ServerStatus]:
+        """Wait for the named servers (default: every one) and return their statuses.
+
+        ``mode="all"``: until each is settled (:attr:`ServerStatus.settled`: connected,
+        or ended); ``"any"``: until one of them is connected, or all are settled. Returns
+        when that holds or ``timeout`` seconds have passed, whichever comes first: the
+        statuses say which. Raises :class:`UnknownServer` for a name not configured,
+        ``ValueError`` for another ``mode``.
+        """
+        if mode not in ("all", "any"):
+            raise ValueError(f"mode must be 'all' or 'any', not {mode!r}")
+        servers = [self._server(name) for name in names] if names else list(self._servers.values())
+        with trio.move_on_after(math.inf if timeout is None else timeout):
+            while True:
+                statuses = [server.status for server in servers]
+                if all(status.settled for status in statuses) or (
+                    mode == "any" and any(status.state == "connected" for status in statuses)
+                ):
+                    break
+                await self._changed.wait()
+        return {server.name: server.status for server in servers}
 
     def status(self) -> dict[str, ServerStatus]:
         """Every server's status, by name, in configuration order."""

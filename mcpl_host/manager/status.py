@@ -40,6 +40,13 @@ class ServerStatus:
     failures: int = 0
 
     @property
+    def settled(self) -> bool:
+        """True when waiting longer changes nothing by itself: connected, or ended
+        (``failed``, ``disabled``, ``closed``). What :meth:`ConnectionManager.wait_ready`
+        waits for."""
+        return self.state in ("connected", "failed", "disabled", "closed")
+
+    @property
     def usable(self) -> bool:
         """True when requests can be made: connected, or reconnecting (a request then
         waits, within its timeout, for the new transport)."""
