@@ -8,7 +8,6 @@ import trio
 
 from mcpl_host import ProtocolError, RequestError, VersionError
 from mcpl_host.manager import ConnectionManager, ServerUnavailable, UnknownTool
-from mcpl_host.manager.tools import list_server_tools
 from mcpl_host.testing import Script, serve
 
 from .helpers import POLICY, speaking_an_old_revision, text, tool
@@ -166,23 +165,3 @@ async def test_pagination_never_loops_and_keeps_what_it_read(
     assert isinstance(listing.errors["bad"], ProtocolError)
     assert isinstance(listing.errors["err"], RequestError)
     assert list(listing.errors) == ["loop", "bad", "err"]
-
-
-async def test_endless_new_cursors_stop_at_the_page_limit(
-    autojump_clock: trio.abc.Clock,
-) -> None:
-    script = Script().handshake()
-    for page in range(3):
-        params = None if page == 0 else {"cursor": f"c{page}"}
-        script.expect("tools/list", params).reply(
-            {"tools": [tool(f"t{page}")], "nextCursor": f"c{page + 1}"}
-        )
-    script.expect_close()
-    with trio.fail_after(60):
-        async with serve(script) as server:
-            async with ConnectionManager({"s": server.target}) as manager:
-                tools, error = await list_server_tools(manager.connection("s"), max_pages=3)
-            await server.wait_done()
-    assert tools == []
-    assert isinstance(error, ProtocolError)
-    assert "more than 3 pages" in str(error)
