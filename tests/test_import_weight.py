@@ -52,7 +52,7 @@ async def main():
     from mcpl_host import ConnectionManager
     async with ConnectionManager({{"demo": DEMO}}) as manager:
         result = await manager.call_tool("demo__echo", {{"text": "hi"}})
-        assert result["content"][0]["text"] == "hi", result
+        assert result.text == "hi", result
     loaded["manager"] = [m for m in HEAVY if m in sys.modules]
 
 trio.run(main)

@@ -266,13 +266,31 @@ class CatalogueMethods:
                 return built.listing
             return await self._build(kind, timeout)
 
+    def _candidates(self, kind: ListKind, name: str) -> list[str]:
+        """The servers that could have given ``name``: those whose name and separator
+        start it, and whose filter admits an own key it could stand for (the rest, or
+        the rest without its collision suffixes). Only these are read afresh (past
+        their connection's cache) on a miss; an excluded name sends nothing at all."""
+        found: list[str] = []
+        for position, server in enumerate(self._servers, start=1):
+            prefix = server + self._separator
+            if not name.startswith(prefix):
+                continue
+            key, suffix = name[len(prefix) :], f"_{position}"
+            keys = [key]
+            while key.endswith(suffix):
+                key = key[: -len(suffix)]
+                keys.append(key)
+            admits = self._filters.get(server, _ALL).admits
+            if any(admits(kind, key) for key in keys):
+                found.append(server)
+        return found
+
     async def _resolve(self, kind: ListKind, name: str, timeout: float | None) -> Any:
         entry = (await self._current(kind, timeout)).get(name)
         if entry is not None:
             return entry
-        # Only a server whose name starts the name can have given it: those are read
-        # afresh (past their connection's cache), the others' lists are reused.
-        candidates = [s for s in self._servers if name.startswith(s + self._separator)]
+        candidates = self._candidates(kind, name)
         if candidates:
             listing = await self._build(kind, timeout, refresh=frozenset(candidates))
             entry = listing.get(name)

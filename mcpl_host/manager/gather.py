@@ -14,7 +14,6 @@ import trio
 from .._log import RateLimited
 from ..client.cache import ListKind
 from ..client.connection import Connection
-from ..client.pagination import DEFAULT_MAX_PAGES
 from ..config import CatalogueFilter
 from ..protocol.errors import METHOD_NOT_FOUND, McplHostError, RequestError
 from .entries import (
@@ -70,24 +69,19 @@ class Source:
 async def _read(
     conn: Connection, kind: ListKind, *, refresh: bool, timeout: float | None
 ) -> list[Item]:
-    options: dict[str, Any] = {
-        "refresh": refresh,
-        "timeout": timeout,
-        "max_pages": DEFAULT_MAX_PAGES,
-    }
     if kind == "tools":
-        return await conn.list_tools(**options)
+        return await conn.list_tools(refresh=refresh, timeout=timeout)
     if kind == "resources":
-        return await conn.list_resources(**options)
+        return await conn.list_resources(refresh=refresh, timeout=timeout)
     if kind == "resource_templates":
         try:
-            return await conn.list_resource_templates(**options)
+            return await conn.list_resource_templates(refresh=refresh, timeout=timeout)
         except RequestError as exc:
             # A server with resources but no templates may not know the method at all.
             if exc.code == METHOD_NOT_FOUND:
                 return []
             raise
-    return await conn.list_prompts(**options)
+    return await conn.list_prompts(refresh=refresh, timeout=timeout)
 
 
 def declares(conn: Connection, kind: ListKind) -> bool:
