@@ -208,32 +208,28 @@ class CatalogueMethods:
 
     # -- the listings kept ---------------------------------------------------------------
 
-    def _listable(self) -> list[tuple[str, Connection | None]]:
-        """Each server, with its connection when it can be listed now (connected:
-        one reconnecting is skipped)."""
-        listable: list[tuple[str, Connection | None]] = []
-        for name, server in self._servers.items():
-            status, conn = server.status, server.connection
-            usable = status.usable and status.state != "reconnecting"
-            listable.append((name, conn if usable else None))
-        return listable
-
     def _stamp(self, kind: ListKind) -> tuple[Any, ...]:
-        """What a listing of ``kind`` is made from: each listable server's connection
-        and its cache generation of ``kind`` (a change of either makes it old)."""
-        return tuple(
-            None if conn is None else (conn, conn.list_generation(kind))
-            for _, conn in self._listable()
-        )
+        """What a listing of ``kind`` is made from: each usable server's connection and
+        its cache generation of ``kind`` (a change of either makes it old). A server
+        that goes ``reconnecting`` keeps its stamp: a call by a name it listed waits for
+        the new transport, as a request does; the new transport drops its lists."""
+        stamp: list[Any] = []
+        for server in self._servers.values():
+            conn = server.connection
+            usable = server.status.usable and conn is not None
+            stamp.append((conn, conn.list_generation(kind)) if usable and conn else None)
+        return tuple(stamp)
 
     def _sources(self) -> list[Source]:
+        """Each server as a listing sees it: connected ones are read, the others
+        (``reconnecting`` too: its lists are about to be dropped) are errors."""
         sources: list[Source] = []
-        for name, conn in self._listable():
+        for name, server in self._servers.items():
+            status, conn = server.status, server.connection
             catalogue_filter = self._filters.get(name, _ALL)
-            if conn is not None:
+            if status.usable and status.state != "reconnecting" and conn is not None:
                 sources.append(Source(name, conn, None, catalogue_filter))
             else:
-                status = self._servers[name].status
                 error = ServerUnavailable(name, status.state, status.error)
                 sources.append(Source(name, None, error, catalogue_filter))
         return sources

@@ -33,7 +33,7 @@ from mcpl_host.manager import (
 )
 from mcpl_host.testing import Script, serve
 
-from .helpers import POLICY, speaking_an_old_revision, text, tool
+from .helpers import POLICY, speaking_an_old_revision, text, tool, wait_for
 
 ALL = {"tools": {}, "resources": {}, "prompts": {}}
 
@@ -336,3 +336,33 @@ async def test_a_server_changing_its_list_forever_costs_no_memory_per_call(
     # One list's worth is kept (30 entries), whatever the number of calls: one entry
     # kept per round would be 60 x 30 of them, over 100 KB.
     assert sizes[1] - sizes[0] < 2_000, sizes
+
+
+async def test_a_call_by_name_while_its_server_reconnects_waits_for_the_new_transport(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    script = (
+        Script()
+        .handshake(capabilities={"tools": {}})
+        .expect("tools/list")
+        .reply({"tools": [tool("echo")]})
+        .drop()
+        .refuse_connections(1)  # the first attempt fails: a second of backoff to call in
+        .handshake(capabilities={"tools": {}})
+        .expect("tools/call", {"name": "echo"})
+        .reply(text("after the reconnect"))
+        .expect("tools/list")  # the new transport dropped the list: read to check the result
+        .reply({"tools": [tool("echo")]})
+        .expect_close()
+    )
+    with trio.fail_after(60):
+        async with serve(script) as server:
+            async with ConnectionManager({"s": server.target}, reconnect=POLICY) as manager:
+                await manager.wait_ready()
+                assert (await manager.list_tools()).names() == ["s__echo"]
+                await wait_for(manager, "s", "reconnecting", failures=1)
+                result = await manager.call_tool("s__echo")
+                assert result.text == "after the reconnect"
+                # While it reconnects a listing skips it; once back, it is listed again.
+                assert (await manager.list_tools()).names() == ["s__echo"]
+            await server.wait_done()
