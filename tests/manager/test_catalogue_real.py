@@ -4,6 +4,7 @@ file."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -19,6 +20,8 @@ from mcpl_host import (
     ReadResourceResult,
     StdioTarget,
     TextContent,
+    aio,
+    sync,
 )
 from mcpl_host.manager import ConnectionManager, UnknownPrompt, UnknownResource, UnknownTool
 
@@ -152,3 +155,21 @@ async def test_filters_from_a_config_file(tmp_path: Path) -> None:
             # The connection is the unfiltered way.
             raw = await manager.connection("demo").list_tools()
             assert "sleep" in [tool.name for tool in raw]
+
+
+def test_the_catalogue_from_the_asyncio_and_sync_faces() -> None:
+    async def from_asyncio() -> tuple[list[str], str]:
+        async with aio.ConnectionManager({"demo": DEMO}) as manager:
+            catalogue = await manager.catalogue()
+            result = await manager.call_tool("demo__add", {"a": 1, "b": 2})
+            assert isinstance(result, CallToolResult)
+            return catalogue.prompts.names(), result.text
+
+    assert asyncio.run(asyncio.wait_for(from_asyncio(), 30)) == (["demo__greet"], "3")
+    with sync.ConnectionManager({"demo": DEMO}) as manager:
+        assert manager.list_resource_templates().names() == ["demo__demo://echo/{text}"]
+        read = manager.read_resource("demo://echo/x", server="demo")
+        assert isinstance(read, ReadResourceResult)
+        assert read.contents[0].text == "x"
+        with pytest.raises(UnknownPrompt):
+            manager.get_prompt("demo__nope")
