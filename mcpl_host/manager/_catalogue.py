@@ -3,8 +3,8 @@
 Currency comes from each Connection's list caches: a server's ``list_changed``, a
 replaced transport and a 2026-07-28 listen's gap drop its cached list, and the next
 listing reads it again. The manager keeps, per kind, the last listing it built with a
-stamp of what it was built from (each server's connection, whether it could be listed,
-and its cache generation for that kind). A call by name resolves against that listing
+stamp of what it was built from (each usable server's connection and its cache
+generation for that kind). A call by name resolves against that listing
 while the stamp holds, and rebuilds it (reading again only the lists that changed)
 when it does not: nothing is read per call, nothing runs in the background, and a
 server spamming ``list_changed`` costs at most one list read per call it precedes.
@@ -149,6 +149,9 @@ class CatalogueMethods:
         result with ``is_error``; the result is checked against the tool's
         ``outputSchema`` unless ``validate_output=False``).
 
+        ``timeout`` bounds the call, and each page of a listing it needs first (the
+        name is resolved against the last listing while no server's list changed).
+
         Raises :class:`UnknownTool` for a name not in the catalogue (looked up once
         more, its server's list read afresh, first), :class:`ServerUnavailable` when its
         server is down, and what Connection.call_tool raises
@@ -216,8 +219,10 @@ class CatalogueMethods:
         stamp: list[Any] = []
         for server in self._servers.values():
             conn = server.connection
-            usable = server.status.usable and conn is not None
-            stamp.append((conn, conn.list_generation(kind)) if usable and conn else None)
+            if server.status.usable and conn is not None:
+                stamp.append((conn, conn.list_generation(kind)))
+            else:
+                stamp.append(None)
         return tuple(stamp)
 
     def _sources(self) -> list[Source]:

@@ -152,14 +152,13 @@ def _kept(
         if not admits_all and not source.filter.admits(kind, key):
             continue
         if key in seen:
-            redactor = source.connection.redactor if source.connection is not None else None
-            shown = redactor.log_value(key) if redactor is not None else "?"
+            assert source.connection is not None  # it was read
             log.warning(
                 "catalogue item left out",
                 server=source.name,
                 kind=kind,
                 reason="listed twice",
-                key=shown,
+                key=source.connection.redactor.log_value(key),
             )
             continue
         seen.add(key)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import trio
+from structlog.testing import capture_logs
 
 from mcpl_host import (
     CallToolResult,
@@ -366,3 +367,36 @@ async def test_a_call_by_name_while_its_server_reconnects_waits_for_the_new_tran
                 # While it reconnects a listing skips it; once back, it is listed again.
                 assert (await manager.list_tools()).names() == ["s__echo"]
             await server.wait_done()
+
+
+RED = "a://y\x1b[31m"
+
+
+async def test_a_key_listed_twice_is_kept_once_with_a_warning(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    script = (
+        Script()
+        .handshake(capabilities={"resources": {}})
+        .expect("resources/list")
+        .reply({"resources": [resource("a://x"), resource(RED), resource(RED)]})
+        .expect("resources/templates/list")
+        .reply_error(-32601, "no templates")
+        .expect_close()
+    )
+    with trio.fail_after(60):
+        async with serve(script) as server:
+            async with ConnectionManager({"s": server.target}) as manager:
+                await manager.wait_ready()
+                with capture_logs() as logs:
+                    resources = await manager.list_resources()
+                    templates = await manager.list_resource_templates()
+            await server.wait_done()
+    assert resources.names() == ["s__a://x", f"s__{RED}"]
+    assert resources.errors == {}
+    # -32601 for templates: a server with resources but no templates, not an error.
+    assert (templates.names(), templates.errors) == ([], {})
+    (warning,) = [e for e in logs if e["event"] == "catalogue item left out"]
+    assert "\x1b" not in warning["key"]  # the server's text, escaped
+    assert warning["key"].startswith("a://y")
+    assert warning["reason"] == "listed twice"
