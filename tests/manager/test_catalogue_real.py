@@ -15,7 +15,9 @@ import trio
 from mcpl_host import (
     CallToolResult,
     ConfigurationError,
+    Event,
     GetPromptResult,
+    ListChanged,
     OutputSchemaError,
     ReadResourceResult,
     StdioTarget,
@@ -25,7 +27,7 @@ from mcpl_host import (
 )
 from mcpl_host.manager import ConnectionManager, UnknownPrompt, UnknownResource, UnknownTool
 
-from ..interop.servers import everything
+from ..interop.servers import everything, sdk_server
 
 DEMO = StdioTarget.of([sys.executable, "-m", "mcpl_host.demo"])
 FEATURES = "demo://resource/static/document/features.md"
@@ -173,3 +175,26 @@ def test_the_catalogue_from_the_asyncio_and_sync_faces() -> None:
         assert read.contents[0].text == "x"
         with pytest.raises(UnknownPrompt):
             manager.get_prompt("demo__nope")
+
+
+async def test_a_change_published_on_a_2026_07_28_subscription_reaches_the_catalogue() -> None:
+    changed = trio.Event()
+
+    def on_event(_server: str, event: Event) -> None:
+        if event == ListChanged("tools"):
+            changed.set()
+
+    with trio.fail_after(30):
+        async with ConnectionManager({"sdk": sdk_server()}, on_event=on_event) as manager:
+            await manager.wait_ready()
+            conn = manager.connection("sdk")
+            assert conn.protocol_version == "2026-07-28"
+            while conn.acknowledged_subscriptions is None:
+                await trio.sleep(0.01)
+            # The listen covers tool list changes: the list is kept until one comes.
+            assert conn.acknowledged_subscriptions.tools_list_changed
+            assert "sdk__extra_tool" not in (await manager.list_tools()).names()
+            assert (await manager.call_tool("sdk__add_extra_tool")).text == "added extra_tool"
+            await changed.wait()
+            assert "sdk__extra_tool" in (await manager.list_tools()).names()
+            assert (await manager.call_tool("sdk__extra_tool")).text == "extra"
