@@ -264,7 +264,8 @@ class ConnectionManager(OwnsNursery, CatalogueMethods):
 
     def connection(self, name: str) -> Connection:
         """The server's Connection, when it is ``connected`` or ``reconnecting`` (a
-        request made then waits, within its timeout, for the new transport).
+        request made then waits, within its timeout, for the new transport). It is the
+        raw way to the server: its lists and calls are not filtered by the catalogue.
 
         Raises :class:`UnknownServer`, or :class:`ServerUnavailable` (a
         :class:`~mcpl_host.ConnectionClosed`) carrying the state and the last error.
