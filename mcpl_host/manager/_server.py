@@ -214,11 +214,11 @@ class ManagedServer:
             case Reconnecting(attempt=attempt, delay=delay) if not self._closing:
                 at = trio.current_time() + delay
                 self._set("reconnecting", failures=attempt - 1, retry_at=at)
-            case Closed(reason=reason):
+            case Closed(reason=reason, error=cause):
                 if self._closing or reason == "closed":
                     self._set("closed", error=None, retry_at=None)
                 else:
-                    self._give_up(reason)
+                    self._give_up(reason, cause)
                 self._over.set()
             case _:
                 pass
@@ -228,14 +228,17 @@ class ManagedServer:
             except Exception:
                 self._log.exception("event callback failed", kind=type(event).__name__)
 
-    def _give_up(self, reason: str) -> None:
-        """The connection ended for good: lost without a policy, or its policy gave up."""
+    def _give_up(self, reason: str, cause: McplHostError | None) -> None:
+        """The connection ended for good: lost without a policy, or its policy gave up
+        (``cause``: the last attempt's error, already made safe where it was made)."""
         failures = self.status.failures
         if reason == "reconnect-failed" and self.status.retry_at is not None:
             failures += 1  # the attempt its last Reconnecting announced failed too
-        ended = ConnectionClosed(
-            f"the connection ended ({reason})", reason=reason, server=self.name
-        )
+        text = f"the connection ended ({reason})"
+        if cause is not None:
+            text += f": {cause.message}"
+        ended = ConnectionClosed(text, reason=reason, server=self.name)
+        ended.__cause__ = cause
         self._set("failed", error=ended, failures=failures, retry_at=None)
 
     def _set(self, state: ServerState, **changes: Any) -> None:
