@@ -251,6 +251,23 @@ class ConnectionManager(OwnsNursery):
                 await self._changed.wait()
         return {server.name: server.status for server in servers}
 
+    async def wait_status_change(
+        self, known: Mapping[str, ServerStatus] | None = None, *, timeout: float | None = None
+    ) -> dict[str, ServerStatus]:
+        """Every server's status, once it differs from ``known`` (default: the statuses
+        now), or when ``timeout`` seconds have passed (then unchanged).
+
+        Changes are coalesced, never queued: a caller that passes what it got last time
+        misses no change of the final state, only steps it was too slow to see (each
+        step reaches ``on_status``), and a server that flaps costs it nothing.
+        """
+        if known is None:
+            known = self.status()
+        with trio.move_on_after(math.inf if timeout is None else timeout):
+            while self.status() == known:
+                await self._changed.wait()
+        return self.status()
+
     def status(self) -> dict[str, ServerStatus]:
         """Every server's status, by name, in configuration order."""
         return {name: server.status for name, server in self._servers.items()}

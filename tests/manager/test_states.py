@@ -4,6 +4,7 @@ once, in order (real subprocesses where the OS error is the point, else memory m
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import sys
@@ -221,3 +222,28 @@ def test_what_settled_and_usable_mean(state: str) -> None:
     status = ServerStatus("s", state)  # type: ignore[arg-type]
     assert status.settled is (state in ("ready", "failed", "disabled", "closed"))
     assert status.usable is (state in ("ready", "reconnecting"))
+
+
+async def test_wait_status_change_returns_each_new_state_and_misses_none(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    script = Script().refuse_connections(1).handshake().expect_close()
+    seen: list[str] = []
+    with trio.fail_after(60):
+        async with serve(script) as server:
+            async with ConnectionManager({"s": server.target}, reconnect=POLICY) as manager:
+                statuses = manager.status()
+                seen.append(statuses["s"].state)
+                while statuses["s"].state != "ready":
+                    statuses = await manager.wait_status_change(statuses)
+                    seen.append(statuses["s"].state)
+                began = trio.current_time()
+                unchanged = await manager.wait_status_change(timeout=5)
+                assert unchanged == statuses
+                assert trio.current_time() - began == pytest.approx(5)
+            await server.wait_done()
+    # Coalesced: the attempt's own connecting may be over by the time the caller looks;
+    # the refusal (a second's wait) and the final state are never missed.
+    assert seen[:2] == ["connecting", "failed"]
+    assert seen[-1] == "ready"
+    assert all(a != b for a, b in itertools.pairwise(seen))  # each answer was a change
