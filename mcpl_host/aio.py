@@ -47,7 +47,7 @@ import outcome
 import trio
 
 from ._guest import start_guest_run
-from ._portal import Facade, Portal, adapt_hooks, adapt_target, with_context
+from ._portal import Face, Portal, adapt_hooks, adapt_target, with_context
 from .client import connection as _connection
 from .driver.foreign import HOST, Parked
 from .driver.lifetime import OwnsNursery
@@ -202,14 +202,63 @@ async def _uncancellable(awaitable: Awaitable[T]) -> T:
         return result
 
 
+class _AioFace(Face):
+    """What one entered object hands out, seen from asyncio: awaitable on the loop the
+    object was entered on."""
+
+    face_name = "asyncio"
+
+    def __init__(self, service: Any, run: _GuestRun) -> None:
+        super().__init__(service)
+        self.run = run
+
+    def check(self, target: Any) -> None:
+        """Raise before a call that cannot work: ``ConnectionClosed`` once the object
+        entered was left, ``RuntimeError`` outside its loop (trio is that loop's guest:
+        another loop or thread cannot reach it)."""
+        self.check_open(target)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is not self.run.loop:
+            where = "outside any asyncio loop" if loop is None else "on another asyncio loop"
+            raise RuntimeError(
+                f"a {type(target).__name__} of mcpl_host.aio was awaited {where}: await it"
+                " on the loop it was entered on"
+            )
+
+    def call(self, target: Any, method: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
+        run, check, value = self.run, self.check, self.value
+        direct: frozenset[str] = getattr(target, "HOST_LOOP_METHODS", frozenset())
+        if method.__name__ in direct:
+
+            async def awaited_here(*args: Any, **kwargs: Any) -> Any:
+                check(target)
+                token = HOST.set(run.host)
+                try:
+                    return value(await method(*args, **kwargs))
+                finally:
+                    HOST.reset(token)
+
+            return awaited_here
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            check(target)
+            return value(await _in_trio(run, functools.partial(method, *args, **kwargs)))
+
+        return call
+
+
 class _Service(Generic[S]):
     """``async with`` runs the object in the shared trio run; the object it gives is
     awaitable from asyncio (typed as the object: its coroutine methods' results are the
-    same)."""
+    same), and so is everything it hands out (see :class:`mcpl_host._portal.Face`)."""
 
     def __init__(self, service: S) -> None:
         self._service = service
         self._run: _GuestRun | None = None
+        self._face: _AioFace | None = None
 
     async def __aenter__(self) -> S:
         if self._run is not None:
@@ -221,27 +270,8 @@ class _Service(Generic[S]):
             await _release(run)
             raise
         self._run = run
-
-        direct: frozenset[str] = getattr(self._service, "HOST_LOOP_METHODS", frozenset())
-
-        def wrap(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-            if method.__name__ in direct:
-
-                async def awaited_here(*args: Any, **kwargs: Any) -> Any:
-                    token = HOST.set(run.host)
-                    try:
-                        return await method(*args, **kwargs)
-                    finally:
-                        HOST.reset(token)
-
-                return awaited_here
-
-            async def call(*args: Any, **kwargs: Any) -> Any:
-                return await _in_trio(run, functools.partial(method, *args, **kwargs))
-
-            return call
-
-        return cast(S, Facade(self._service, wrap))
+        self._face = _AioFace(self._service, run)
+        return cast(S, self._face.facade(self._service))
 
     async def __aexit__(
         self,
@@ -252,6 +282,8 @@ class _Service(Generic[S]):
         run, self._run = self._run, None
         if run is None:
             return
+        assert self._face is not None
+        self._face.closed = True  # what it handed out stops here, not in trio's internals
         try:
             await _uncancellable(_in_trio(run, self._service.aclose))
         finally:

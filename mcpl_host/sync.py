@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 import outcome
 import trio
 
-from ._portal import Facade, Portal, adapt_hooks, adapt_target, with_context
+from ._portal import Face, Portal, adapt_hooks, adapt_target, with_context
 from .client import connection as _connection
 from .manager import _manager
 from .mcpl.host import McplContext
@@ -154,13 +154,47 @@ def _finish(run: _TrioThread, fn: Callable[[], Awaitable[None]]) -> None:
     result.outcome.unwrap()
 
 
+class _SyncFace(Face):
+    """What one entered object hands out, seen from synchronous code: blocking calls,
+    from any thread but trio's own."""
+
+    face_name = "sync"
+
+    def __init__(self, service: Any, run: _TrioThread) -> None:
+        super().__init__(service)
+        self.run = run
+
+    def check(self, target: Any) -> None:
+        """Raise before a call that cannot work: ``ConnectionClosed`` once the object
+        entered was left, ``RuntimeError`` in trio's own thread (a callback: the call
+        would wait for the thread that is waiting for it)."""
+        self.check_open(target)
+        if threading.current_thread() is self.run.thread:
+            raise RuntimeError(
+                f"a blocking call of a {type(target).__name__} of mcpl_host.sync was made"
+                " in trio's thread (from an on_event, on_status or progress callback?),"
+                " where it would wait for itself forever: make it from another thread"
+            )
+
+    def call(self, target: Any, method: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
+        run, check, value = self.run, self.check, self.value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            check(target)
+            return value(_call(run, functools.partial(method, *args, **kwargs)))
+
+        return call
+
+
 class _Service:
     """``with`` runs the object in the trio thread; the object it gives has blocking
-    methods (typed ``Any``: every coroutine method returns its result directly)."""
+    methods (typed ``Any``: every coroutine method returns its result directly), and so
+    has everything it hands out (see :class:`mcpl_host._portal.Face`)."""
 
     def __init__(self, service: Any) -> None:
         self._service = service
         self._run: _TrioThread | None = None
+        self._face: _SyncFace | None = None
 
     def __enter__(self) -> Any:
         if self._run is not None:
@@ -172,14 +206,8 @@ class _Service:
             run.release()
             raise
         self._run = run
-
-        def wrap(method: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
-            def call(*args: Any, **kwargs: Any) -> Any:
-                return _call(run, functools.partial(method, *args, **kwargs))
-
-            return call
-
-        return Facade(self._service, wrap)
+        self._face = _SyncFace(self._service, run)
+        return self._face.facade(self._service)
 
     def __exit__(
         self,
@@ -190,6 +218,8 @@ class _Service:
         run, self._run = self._run, None
         if run is None:
             return
+        assert self._face is not None
+        self._face.closed = True  # what it handed out stops here, not in a hang
         try:
             _finish(run, self._service.aclose)
         finally:
