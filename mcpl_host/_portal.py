@@ -5,6 +5,7 @@ thread of its own; both submit work here. Every connection and manager of a face
 in the portal's nursery, so one trio run serves them all. A submitted call runs in a
 task of its own under a cancel scope that the other side can cancel from any thread;
 its outcome is handed to a callback in trio, which the face turns into its own result.
+What an entered object hands out is seen through the same face (:class:`Face`).
 """
 
 from __future__ import annotations

@@ -19,17 +19,28 @@ connection or manager entered and ended when the last one leaves, serves them al
 Every coroutine method of the object (``call_tool``, ``list_tools``, ``request``,
 ``notify``, ``set_roots``...) is awaitable from asyncio and returns what it returns
 under trio; every other attribute is the object's own. Errors are the same typed
-exceptions. A connection's requests (``Connection.HOST_LOOP_METHODS``) run in the
-awaiting asyncio task itself, parked on an asyncio future the reader settles
-(``mcpl_host.driver.foreign``); the other methods run in a trio task. Cancelling the
-asyncio task that awaits a call cancels the call, which sends
-``notifications/cancelled`` as a cancelled trio caller would.
+exceptions. What the object hands out is seen from asyncio too: a service it returns
+(``manager.connection(name)``; any object with coroutine methods) is awaitable the same
+way, in the same trio run; data (statuses, listings, results) is as it is
+(:class:`mcpl_host._portal.Face`). A connection's requests
+(``Connection.HOST_LOOP_METHODS``) run in the awaiting asyncio task itself, parked on
+an asyncio future the reader settles (``mcpl_host.driver.foreign``); the other methods
+run in a trio task. Cancelling the asyncio task that awaits a call cancels the call,
+which sends ``notifications/cancelled`` as a cancelled trio caller would.
+
+Once the ``async with`` was left, a call on the object or on anything it handed out
+raises :class:`~mcpl_host.ConnectionClosed` (``reason="closed"``); awaited from
+another loop or thread, or outside asyncio, ``RuntimeError``: trio is the guest of the
+loop it was entered on. Async generator methods, ``async for`` and ``async with`` on
+what it hands out are not offered (``NotImplementedError``).
 
 Server-to-host hooks (``sampling``, ``elicitation``, raw ``handlers``, the hooks of
 ``mcpl``) may be asyncio coroutine functions, run as asyncio tasks on the loop, or plain
 callables, called on the loop's thread; a hook cancelled in trio (the server cancelled
 the request, the transport ended) has its asyncio task cancelled. An MCPL context's
-``stream`` is awaitable from asyncio. ``on_event`` callbacks run on the loop's thread.
+``stream`` is awaitable from asyncio. ``on_event``, ``on_status`` and ``on_progress``
+callbacks run on the loop's thread, inside trio's tick: they cannot await, but may
+start asyncio tasks that use the face.
 """
 
 from __future__ import annotations

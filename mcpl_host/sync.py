@@ -12,7 +12,13 @@ trio runs in a background thread (one per process, started by the first connecti
 manager entered, stopped and joined when the last one leaves); every coroutine method
 of the object (``call_tool``, ``list_tools``, ``request``...) becomes a plain blocking
 call that returns what it returns under trio, with the same typed exceptions. Other
-attributes are the object's own. Calls may come from any thread.
+attributes are the object's own. What the object hands out is seen the same way: a
+service it returns (``manager.connection(name)``; any object with coroutine methods)
+has blocking methods too; data (statuses, listings, results) is as it is
+(:class:`mcpl_host._portal.Face`). Calls may come from any thread but trio's own; once
+the ``with`` block was left, a call on the object or on anything it handed out raises
+:class:`~mcpl_host.ConnectionClosed` (``reason="closed"``) at once. Async generator
+methods and async iteration are not offered (``NotImplementedError``).
 
 Leaving the ``with`` block always shuts the servers down, on an exception and on
 KeyboardInterrupt too: a Ctrl-C while a call blocks cancels that call in trio (the
@@ -22,8 +28,10 @@ it short (it is raised once the servers are down).
 Server-to-host hooks (``sampling``, ``elicitation``, raw ``handlers``, the hooks of
 ``mcpl``) are plain callables, or coroutine functions (each run with ``asyncio.run``);
 either runs in a worker thread, so a slow hook holds up nothing else. An MCPL context's
-``stream`` is a plain blocking callable there. ``on_event`` callbacks run in trio's
-thread and must be quick.
+``stream`` is a plain blocking callable there. ``on_event``, ``on_status`` and
+``on_progress`` callbacks run in trio's thread and must be quick: plain reads
+(``status()``, ``connection(name)``) work there, but a blocking call would wait for the
+thread that runs it, so it raises ``RuntimeError`` at once; hand such work to a thread.
 """
 
 from __future__ import annotations
