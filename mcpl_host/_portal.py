@@ -173,7 +173,9 @@ class Face(abc.ABC):
     def __init__(self, service: Any) -> None:
         self.label = type(service).__name__
         self.closed = False
-        self._facades: weakref.WeakKeyDictionary[Any, Facade] = weakref.WeakKeyDictionary()
+        # By id: a Facade holds its target, so while it lives the id is the target's; a
+        # weak key would be kept alive by its own value.
+        self._facades: weakref.WeakValueDictionary[int, Facade] = weakref.WeakValueDictionary()
 
     @abc.abstractmethod
     def call(self, target: Any, method: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
@@ -181,14 +183,23 @@ class Face(abc.ABC):
         what the method returns through :meth:`value`."""
 
     def facade(self, target: Any) -> Facade:
-        """``target`` seen from this face: the same Facade every time it is handed out."""
-        try:
-            found = self._facades.get(target)
-        except TypeError:  # not weakly referenceable (a class with __slots__)
-            return Facade(target, self)
+        """``target`` seen from this face: the same Facade every time it is handed out
+        (while one is held)."""
+        found = self._facades.get(id(target))
         if found is None:
-            found = self._facades[target] = Facade(target, self)
+            found = self._facades[id(target)] = Facade(target, self)
         return found
+
+    @staticmethod
+    def unwrapped(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """``args`` with a Facade given back as its trio-side object (``kwargs`` is
+        changed in place): a method of the trio side gets what it handed out."""
+        for key, item in kwargs.items():
+            if type(item) is Facade:
+                kwargs[key] = item._target
+        if any(type(item) is Facade for item in args):
+            return tuple(item._target if type(item) is Facade else item for item in args)
+        return args
 
     def value(self, value: Any) -> Any:
         """``value`` as this face hands it out (see the class)."""
@@ -298,7 +309,7 @@ def _passing(method: Callable[..., Any], face: Face) -> Callable[..., Any]:
     face (``manager.connection(name)`` gives the face's connection)."""
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        return face.value(method(*args, **kwargs))
+        return face.value(method(*face.unwrapped(args, kwargs), **kwargs))
 
     return call
 

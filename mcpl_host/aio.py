@@ -60,7 +60,7 @@ import trio
 from ._guest import start_guest_run
 from ._portal import Face, Portal, adapt_hooks, adapt_target, with_context
 from .client import connection as _connection
-from .driver.foreign import HOST, Parked
+from .driver.foreign import HOST, Parked, in_trio_task
 from .driver.lifetime import OwnsNursery
 from .manager import _manager
 from .mcpl.host import McplContext
@@ -226,26 +226,33 @@ class _AioFace(Face):
     def check(self, target: Any) -> None:
         """Raise before a call that cannot work: ``ConnectionClosed`` once the object
         entered was left, ``RuntimeError`` outside its loop (trio is that loop's guest:
-        another loop or thread cannot reach it)."""
+        another loop or thread cannot reach it) or in one of trio's own tasks."""
         self.check_open(target)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
-        if loop is not self.run.loop:
-            where = "outside any asyncio loop" if loop is None else "on another asyncio loop"
+        if loop is not self.run.loop or in_trio_task():
+            where = (
+                "outside any asyncio loop"
+                if loop is None
+                else "on another asyncio loop"
+                if loop is not self.run.loop
+                else "in a trio task (use the trio object there)"
+            )
             raise RuntimeError(
                 f"a {type(target).__name__} of mcpl_host.aio was awaited {where}: await it"
                 " on the loop it was entered on"
             )
 
     def call(self, target: Any, method: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
-        run, check, value = self.run, self.check, self.value
+        run, check, value, unwrapped = self.run, self.check, self.value, self.unwrapped
         direct: frozenset[str] = getattr(target, "HOST_LOOP_METHODS", frozenset())
         if method.__name__ in direct:
 
             async def awaited_here(*args: Any, **kwargs: Any) -> Any:
                 check(target)
+                args = unwrapped(args, kwargs)
                 token = HOST.set(run.host)
                 try:
                     return value(await method(*args, **kwargs))
@@ -256,6 +263,7 @@ class _AioFace(Face):
 
         async def call(*args: Any, **kwargs: Any) -> Any:
             check(target)
+            args = unwrapped(args, kwargs)
             return value(await _in_trio(run, functools.partial(method, *args, **kwargs)))
 
         return call

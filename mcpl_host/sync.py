@@ -185,10 +185,11 @@ class _SyncFace(Face):
             )
 
     def call(self, target: Any, method: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
-        run, check, value = self.run, self.check, self.value
+        run, check, value, unwrapped = self.run, self.check, self.value, self.unwrapped
 
         def call(*args: Any, **kwargs: Any) -> Any:
             check(target)
+            args = unwrapped(args, kwargs)
             return value(_call(run, functools.partial(method, *args, **kwargs)))
 
         return call

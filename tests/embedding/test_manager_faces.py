@@ -337,6 +337,10 @@ class _Service:
     def data(self) -> list[int]:
         return [1, 2]
 
+    async def owns(self, item: object) -> bool:
+        await trio.sleep(0)
+        return isinstance(item, _Stream)
+
 
 def test_service_values_are_wrapped_wherever_they_are_handed_out_and_data_is_not() -> None:
     with sync._Service(_Service()) as service:
@@ -346,6 +350,8 @@ def test_service_values_are_wrapped_wherever_they_are_handed_out_and_data_is_not
         streams = service.streams()
         assert streams["n"] == 1
         assert type(streams["a"]).__name__ == "Facade"
+        assert service.owns(stream)  # given back, the trio side gets its own object
+        assert service.owns(item=streams["a"])
         with pytest.raises(NotImplementedError, match="async generator items"):
             stream.items()
         with pytest.raises(NotImplementedError, match="async iteration of a _Stream"):
