@@ -166,6 +166,22 @@ def test_the_manager_and_its_connections_alike_on_every_face(face: Callable[[], 
     face()
 
 
+def test_a_connection_of_a_face_used_after_its_block_is_the_typed_error_at_once() -> None:
+    async def main() -> Any:
+        async with aio.Connection(DEMO) as conn:
+            pass
+        with pytest.raises(ConnectionClosed, match="the Connection was closed"):
+            await conn.call_tool("echo", {"text": "x"})
+        with pytest.raises(ConnectionClosed):
+            await conn.notify("notifications/ping")
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+    with sync.Connection(DEMO) as conn:
+        pass
+    with pytest.raises(ConnectionClosed, match="the Connection was closed"):
+        conn.ping()  # was a hang: the trio thread had ended
+
+
 # -- asyncio -----------------------------------------------------------------------------
 
 
