@@ -122,9 +122,19 @@ class _Result:
         return True
 
 
+def _refuse_in_trio_thread(run: _TrioThread | None, what: str) -> None:
+    if run is not None and threading.current_thread() is run.thread:
+        raise RuntimeError(
+            f"{what} of mcpl_host.sync was made in trio's thread (from an on_event,"
+            " on_status or progress callback?), where it would wait for itself forever:"
+            " make it from another thread"
+        )
+
+
 def _call(run: _TrioThread, fn: Callable[[], Awaitable[T]]) -> T:
     """``fn()`` in the trio run, waited for here; an interrupt while waiting (Ctrl-C)
-    cancels it there."""
+    cancels it there. Raises ``RuntimeError`` in trio's own thread."""
+    _refuse_in_trio_thread(run, "a blocking call")
     result = _Result()
     call = run.portal.submit(fn, result.set)
     try:
@@ -177,12 +187,7 @@ class _SyncFace(Face):
         entered was left, ``RuntimeError`` in trio's own thread (a callback: the call
         would wait for the thread that is waiting for it)."""
         self.check_open(target)
-        if threading.current_thread() is self.run.thread:
-            raise RuntimeError(
-                f"a blocking call of a {type(target).__name__} of mcpl_host.sync was made"
-                " in trio's thread (from an on_event, on_status or progress callback?),"
-                " where it would wait for itself forever: make it from another thread"
-            )
+        _refuse_in_trio_thread(self.run, f"a blocking call of a {type(target).__name__}")
 
     def call(self, target: Any, method: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
         run, check, value, unwrapped = self.run, self.check, self.value, self.unwrapped
@@ -208,6 +213,7 @@ class _Service:
     def __enter__(self) -> Any:
         if self._run is not None:
             raise RuntimeError("already entered")
+        _refuse_in_trio_thread(_TrioThread.current, "entering a with block")
         run = _TrioThread.acquire()
         try:
             _call(run, functools.partial(run.portal.start_service, self._service))
@@ -224,6 +230,8 @@ class _Service:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        # Refused before anything changes: the servers would be closed by nobody.
+        _refuse_in_trio_thread(self._run, "leaving a with block")
         run, self._run = self._run, None
         if run is None:
             return

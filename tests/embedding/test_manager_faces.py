@@ -307,15 +307,22 @@ def test_a_sync_callback_calling_back_into_the_face_fails_at_once() -> None:
             manager.connection(name).list_tools()
         except RuntimeError as error:
             tried.append(str(error))
+        try:
+            with sync.Connection(DEMO):
+                pass
+        except RuntimeError as error:
+            tried.append(str(error))
 
     with sync.ConnectionManager({"demo": DEMO}, on_event=on_event) as manager:
         holder["manager"] = manager
         manager.wait_ready()
         manager.call_tool("demo__log", {"level": "error", "text": "hi"})
         manager.connection("demo").ping()  # the log notice came before this answer
-        assert len(tried) == 1
-        assert "in trio's thread" in tried[0]
+        assert len(tried) == 2
+        assert all("in trio's thread" in said for said in tried)
+        assert "a blocking call of a Connection" in tried[0]
         assert "would wait for itself" in tried[0]
+        assert "entering a with block" in tried[1]
 
 
 # -- the rule ----------------------------------------------------------------------------
