@@ -28,6 +28,7 @@ from mcpl_host import (
     aio,
     sync,
 )
+from mcpl_host._portal import Portal
 from mcpl_host.manager import ConnectionManager, ServerUnavailable, UnknownServer
 
 from .conftest import DEMO, wait_for_line
@@ -381,3 +382,26 @@ def test_service_values_are_wrapped_wherever_they_are_handed_out_and_data_is_not
             stream.__aiter__()
     with pytest.raises(ConnectionClosed, match="the _Service was closed"):
         service.streams()
+
+
+def test_the_portal_answers_a_call_after_its_run_ended_with_the_typed_error() -> None:
+    """The faces' last guard: whatever reaches a portal whose trio run has ended (or is
+    ending) gets ConnectionClosed, never silence (a hang) or trio's Cancelled."""
+    portal = Portal()
+    ready = threading.Event()
+    thread = threading.Thread(target=trio.run, args=(portal.serve, ready.set))
+    thread.start()
+    ready.wait(10)
+    outcomes: list[Any] = []
+    finished = threading.Event()
+
+    def done(result: Any) -> None:
+        outcomes.append(result)
+        finished.set()
+
+    portal.submit(trio.sleep_forever, done)  # running when the run ends
+    portal.stop()
+    thread.join(10)
+    assert finished.wait(10)
+    portal.submit(trio.sleep_forever, done)  # after: answered on the spot
+    assert [type(o.error) for o in outcomes] == [ConnectionClosed, ConnectionClosed]
