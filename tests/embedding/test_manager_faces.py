@@ -120,6 +120,9 @@ async def scenario(manager: Any) -> Any:
             pytest.fail(f"{what} raised nothing")
     conn = manager.connection("demo")
     assert manager.connection("demo") is conn  # one face object per connection
+    await settle(manager.close_server("demo"))  # the connection closed, the manager not
+    with pytest.raises(ConnectionClosed):
+        await settle(conn.call_tool("echo", {"text": "x"}))
     return conn
 
 
