@@ -9,7 +9,6 @@ failure stays its own.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeAlias
@@ -99,6 +98,7 @@ class ManagedServer:
         Never raises but cancellation; a failure ends as status ``failed``.
         """
         self._started = True
+        reported = False
         try:
             if self._closing:  # closed before it ever ran
                 if self.status.state == "connecting":
@@ -107,6 +107,7 @@ class ManagedServer:
             # Stamps `since` and reports the first state of every server, started or not.
             self._set(self.status.state)
             task_status.started()
+            reported = True
             if self.status.state == "connecting":  # not disabled, nor failed for its config
                 await self._supervise()
         except Exception as exc:
@@ -117,8 +118,7 @@ class ManagedServer:
             self._set("failed", error=error, retrying=False, retry_at=None)
         finally:
             self._finished.set()
-            # Whatever happened, the manager's start must not wait on this server.
-            with contextlib.suppress(RuntimeError):
+            if not reported:  # whatever happened, the manager's start goes on
                 task_status.started()
 
     async def _supervise(self) -> None:
