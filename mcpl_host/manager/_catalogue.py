@@ -88,7 +88,7 @@ class CatalogueMethods:
         Each server declaring ``tools`` is read through its connection (from the
         connection's cache unless the list changed since, else every page, within
         ``timeout`` each; default: the request timeout), concurrently; its filter is
-        applied. A server that is not connected (``ServerUnavailable``) or whose list
+        applied. A server that is not ``ready`` (``ServerUnavailable``) or whose list
         could not be read is in the listing's ``errors``, with no entries: nothing is
         raised for a server.
         """
@@ -226,7 +226,7 @@ class CatalogueMethods:
         return tuple(stamp)
 
     def _sources(self) -> list[Source]:
-        """Each server as a listing sees it: connected ones are read, the others
+        """Each server as a listing sees it: ready ones are read, the others
         (``reconnecting`` too: its lists are about to be dropped) are errors."""
         sources: list[Source] = []
         for name, server in self._servers.items():

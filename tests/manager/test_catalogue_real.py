@@ -162,6 +162,7 @@ async def test_filters_from_a_config_file(tmp_path: Path) -> None:
 def test_the_catalogue_from_the_asyncio_and_sync_faces() -> None:
     async def from_asyncio() -> tuple[list[str], str]:
         async with aio.ConnectionManager({"demo": DEMO}) as manager:
+            await manager.wait_ready()
             catalogue = await manager.catalogue()
             result = await manager.call_tool("demo__add", {"a": 1, "b": 2})
             assert isinstance(result, CallToolResult)
@@ -169,6 +170,7 @@ def test_the_catalogue_from_the_asyncio_and_sync_faces() -> None:
 
     assert asyncio.run(asyncio.wait_for(from_asyncio(), 30)) == (["demo__greet"], "3")
     with sync.ConnectionManager({"demo": DEMO}) as manager:
+        manager.wait_ready()
         assert manager.list_resource_templates().names() == ["demo__demo://echo/{text}"]
         read = manager.read_resource("demo://echo/x", server="demo")
         assert isinstance(read, ReadResourceResult)
