@@ -76,3 +76,17 @@ def test_uris_and_templates_are_keys_like_any_other() -> None:
         Named("files__file:///{path}", "files", "file:///{path}"),
         Named("web__https://x/{id}", "web", "https://x/{id}"),
     ]
+
+
+def test_a_stale_suffixed_name_never_becomes_another_servers_item() -> None:
+    # docs/manager.md, "Names": "a caller holding a stale name gets UnknownTool, never
+    # another server's tool". Server a__b's tool "c" is "a__b__c_2" (it collides with
+    # a's "b__c"). Server a then adds a tool "b__c_2" (list_changed): whatever a__b's
+    # "c" is now called, the name a caller still holds must not lead to server a.
+    servers = ["a", "a__b"]
+    before = {n.name: n for n in qualify(servers, {"a": ["b__c"], "a__b": ["c"]})}
+    assert (before["a__b__c_2"].server, before["a__b__c_2"].key) == ("a__b", "c")
+    after = {n.name: n for n in qualify(servers, {"a": ["b__c", "b__c_2"], "a__b": ["c"]})}
+    held = after.get("a__b__c_2")
+    # Bug: held is Named("a__b__c_2", "a", "b__c_2"): the call goes to server a.
+    assert held is None or held.server == "a__b", held
