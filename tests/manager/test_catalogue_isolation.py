@@ -4,9 +4,11 @@ the others, and a reconnecting server keeps its names for calls (docs/manager.md
 
 from __future__ import annotations
 
+import pytest
 import trio
 
-from mcpl_host.manager import ConnectionManager
+from mcpl_host import McplHostError
+from mcpl_host.manager import ConnectionManager, UnknownName
 from mcpl_host.testing import Script, serve
 
 from .helpers import POLICY, text, tool, wait_for
@@ -86,4 +88,36 @@ async def test_a_listing_made_while_a_server_reconnects_keeps_its_names_for_call
                 # Bug: raises ServerUnavailable("the server is reconnecting").
                 result = await manager.call_tool("s__echo")
                 assert result.text == "after the reconnect"
+            await server.wait_done()
+
+
+async def test_a_name_whose_servers_list_cannot_be_read_is_not_called_unknown(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # After list_changed the server fails tools/list (an error answer): the catalogue
+    # cannot know whether s__echo still exists. UnknownTool says "no such tool" (an
+    # agent drops it from its model's tools); the caller must get the read's error.
+    script = (
+        Script()
+        .handshake(capabilities={"tools": {"listChanged": True}})
+        .expect("tools/list")
+        .reply({"tools": [tool("echo")]})
+        .notify("notifications/tools/list_changed")
+        .expect("tools/list")
+        .reply_error(-32603, "the index is rebuilding")
+        .expect("tools/list")
+        .reply_error(-32603, "the index is rebuilding")
+        .expect_close()
+    )
+    changes = ListChanges()
+    with trio.fail_after(60):
+        async with serve(script) as server:
+            async with ConnectionManager({"s": server.target}, on_event=changes) as manager:
+                await manager.wait_ready()
+                assert (await manager.list_tools()).names() == ["s__echo"]
+                await changes.wait()
+                with pytest.raises(McplHostError) as raised:
+                    await manager.call_tool("s__echo")
+                # Bug: UnknownTool("no tool named 's__echo' in the catalogue").
+                assert not isinstance(raised.value, UnknownName), repr(raised.value)
             await server.wait_done()
