@@ -121,3 +121,43 @@ async def test_a_name_whose_servers_list_cannot_be_read_is_not_called_unknown(
                 # Bug: UnknownTool("no tool named 's__echo' in the catalogue").
                 assert not isinstance(raised.value, UnknownName), repr(raised.value)
             await server.wait_done()
+
+
+async def test_a_call_waiting_for_another_callers_rebuild_keeps_its_own_timeout(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # docs/manager.md: a call's timeout "bounds each page of" the listing it needs. A
+    # call with timeout=1 that finds another call rebuilding the listing (with the
+    # default 60 s per page) must not wait 60 s behind it.
+    script = (
+        Script(timeout=600)
+        .handshake(capabilities={"tools": {"listChanged": True}})
+        .expect("tools/list")
+        .reply({"tools": [tool("a"), tool("b")]})
+        .notify("notifications/tools/list_changed")
+        .ignore_unplanned()  # the next tools/list is never answered
+        .wait(600)
+    )
+    changes = ListChanges()
+    with trio.fail_after(900):
+        async with (
+            serve(script) as server,
+            ConnectionManager({"s": server.target}, on_event=changes) as manager,
+        ):
+            await manager.wait_ready()
+            assert (await manager.list_tools()).names() == ["s__a", "s__b"]
+            await changes.wait()
+            ended: dict[str, float] = {}
+
+            async def call(name: str, timeout: float | None) -> None:
+                began = trio.current_time()
+                with pytest.raises(McplHostError):
+                    await manager.call_tool(name, timeout=timeout)
+                ended[name] = trio.current_time() - began
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call, "s__a", None)
+                await trio.sleep(0.1)
+                nursery.start_soon(call, "s__b", 1.0)
+            # Bug: s__b waited ~60 s for the lock s__a held while reading.
+            assert ended["s__b"] < 5.0, ended
