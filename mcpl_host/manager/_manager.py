@@ -71,6 +71,8 @@ class ConnectionManager(OwnsNursery):
     ``on_event(name, event)`` gets every connection event with its server's name;
     ``on_status(status)`` every change of a server's :class:`ServerStatus`. Both are
     called synchronously and must be quick; an exception from either is logged.
+    ``on_wire(name, direction, line)`` is each connection's ``on_wire`` with its
+    server's name (raw lines: a trace must escape, cut and redact them).
     ``tool_separator`` joins server and tool in aggregated tool names.
     """
 
@@ -98,6 +100,7 @@ class ConnectionManager(OwnsNursery):
         secrets: tuple[str, ...] = (),
         on_event: ManagerEventCallback | None = None,
         on_status: Callable[[ServerStatus], None] | None = None,
+        on_wire: Callable[[str, str, bytes], None] | None = None,
         tool_separator: str = TOOL_SEPARATOR,
         auth: OAuth | None = None,
     ) -> None:
@@ -139,6 +142,7 @@ class ConnectionManager(OwnsNursery):
         # The manager comes up once every first attempt has ended, and an attempt is
         # bounded by the handshake's timeout (a connect that hangs is not, hence this).
         self._ready_timeout = initialize_timeout
+        self._on_wire = on_wire
         self._separator = tool_separator
         # What a config entry's variables, inputs and files gave it (a token in its
         # args, say): masked in that server's logs as the manager's own secrets are.
@@ -169,10 +173,12 @@ class ConnectionManager(OwnsNursery):
     def _connect(
         self, name: str, target: Target | str | TransportFactory, on_event: EventCallback
     ) -> Connection:
-        secrets = self._secrets.get(name)
-        if secrets is None:
-            return self._new_connection(target, name=name, on_event=on_event)
-        return self._new_connection(target, name=name, on_event=on_event, secrets=secrets)
+        options: dict[str, Any] = {}
+        if name in self._secrets:
+            options["secrets"] = self._secrets[name]
+        if self._on_wire is not None:
+            options["on_wire"] = functools.partial(self._on_wire, name)
+        return self._new_connection(target, name=name, on_event=on_event, **options)
 
     # -- lifetime ------------------------------------------------------------------------
 
