@@ -12,21 +12,26 @@ until the shell runs.
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from ...auth import TokenStore
 from ...config import InputResolver
 from ...protocol.errors import ConfigurationError
 from ...protocol.redact import Redactor
+from ...transports.targets import StdioTarget
 from ..args import Options
 from ..failure import EXIT_USAGE
-from ..targets import Plan, resolve
+from ..targets import DEMO_NAME, Plan, Planned, resolve
 
 __all__ = ["INSTALL", "main"]
 
 INSTALL: Final = "pip install 'mcpl-host[shell]'"
+_NOT_A_WORD: Final = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def main(
@@ -72,6 +77,19 @@ def main(
     return run_session(options, servers, redactor)
 
 
+def _short_name(planned: Planned) -> str:
+    """A lone target's server name: ``demo``, a stdio program's file name (``node``,
+    ``python3``), or a URL's host; letters, digits, ``-`` and ``_`` only."""
+    target = planned.target
+    if planned.name == DEMO_NAME or target is None:
+        return planned.name
+    if isinstance(target, StdioTarget):
+        word = Path(target.argv[0]).name
+    else:
+        word = urlsplit(str(getattr(target, "url", ""))).hostname or ""
+    return _NOT_A_WORD.sub("-", word).strip("-") or "server"
+
+
 def _plan(
     options: Options,
     store: TokenStore,
@@ -81,7 +99,10 @@ def _plan(
     ``--config``. Raises ConfigurationError as :func:`..targets.resolve` does."""
     assert options.shell is not None
     if options.config is None:
-        return resolve(options, store, inputs)
+        plan = resolve(options, store, inputs)
+        # A catalogue name is "<server>__<own name>": a word, not a target's label.
+        named = dataclasses.replace(plan.servers[0], name=_short_name(plan.servers[0]))
+        return dataclasses.replace(plan, servers=[named])
     names = list(dict.fromkeys(options.shell.servers))
     if not names:
         return resolve(dataclasses.replace(options, all_servers=True), store, inputs)

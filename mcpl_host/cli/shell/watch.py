@@ -38,6 +38,8 @@ class Watch:
         self._started = time.perf_counter()
         self._wires: dict[str, WireWatch] = {}
         self.tracing = False
+        self._stream: Any = None
+        self._last: dict[str, tuple[str, str | None]] = {}
 
     # -- the trace -----------------------------------------------------------------------
 
@@ -63,6 +65,10 @@ class Watch:
     def on_status(self, status: ServerStatus) -> None:
         s = self.screen
         state = status.state
+        said = (state, None if status.error is None else str(status.error))
+        if self._last.get(status.name) == said:
+            return  # another failed attempt for the same reason: said once
+        self._last[status.name] = said
         paint = s.style.good if status.state in ("connected", "ready") else s.style.bad
         if state in ("connecting", "closed", "disabled"):
             paint = s.style.dim
