@@ -104,8 +104,8 @@ def child_manager(setup: Setup) -> None:
     @contextlib.asynccontextmanager
     async def connect() -> AsyncIterator[Any]:
         async with ConnectionManager({"s": target}) as manager:
-            status = manager.status()["s"]
-            if status.state != "connected":
+            status = (await manager.wait_ready())["s"]
+            if status.state != "ready":
                 raise AssertionError(f"the manager's server is {status.state}: {status.error}")
             yield manager
 

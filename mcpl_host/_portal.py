@@ -5,25 +5,28 @@ thread of its own; both submit work here. Every connection and manager of a face
 in the portal's nursery, so one trio run serves them all. A submitted call runs in a
 task of its own under a cancel scope that the other side can cancel from any thread;
 its outcome is handed to a callback in trio, which the face turns into its own result.
+What an entered object hands out is seen through the same face (:class:`Face`).
 """
 
 from __future__ import annotations
 
-import contextlib
+import abc
 import functools
 import inspect
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Final, TypeVar
 
 import outcome
 import trio
 
 from .auth import Grant, MemoryTokenStore, OAuth, TokenStore
 from .mcpl.host import Mcpl, McplContext
+from .protocol.errors import ConnectionClosed
 from .transports.http_target import HttpTarget
 
-__all__ = ["Call", "Facade", "Portal", "adapt_hooks"]
+__all__ = ["Call", "Facade", "Face", "Portal", "adapt_hooks"]
 
 T = TypeVar("T")
 
@@ -75,13 +78,17 @@ class Portal:
         if self._stop is not None:
             self._stop.set()
 
-    def run_soon(self, fn: Callable[..., Any], *args: Any) -> None:
-        """``fn(*args)`` in the trio run, from any thread; nothing once it has ended."""
+    def run_soon(self, fn: Callable[..., Any], *args: Any) -> bool:
+        """``fn(*args)`` in the trio run, from any thread; false (and nothing done) once
+        the run has ended."""
         token = self.token
         if token is None:
-            return
-        with contextlib.suppress(trio.RunFinishedError):
+            return False
+        try:
             token.run_sync_soon(fn, *args)
+        except trio.RunFinishedError:
+            return False
+        return True
 
     def submit(
         self,
@@ -89,9 +96,11 @@ class Portal:
         on_done: Callable[[outcome.Outcome[T]], None],
     ) -> Call:
         """Run ``fn()`` in a task of its own; ``on_done(outcome)`` gets how it ended (a
-        ``trio.Cancelled`` error when it was cancelled). From any thread."""
+        ``trio.Cancelled`` error when it was cancelled; :class:`ConnectionClosed` when
+        the run has ended or is ending: from this thread then). From any thread."""
         call = Call(self)
-        self.run_soon(self._start, fn, on_done, call)
+        if not self.run_soon(self._start, fn, on_done, call):
+            on_done(outcome.Error(_run_ended()))
         return call
 
     def submit_here(
@@ -113,6 +122,10 @@ class Portal:
         call: Call,
     ) -> None:
         assert self._nursery is not None
+        assert self._stop is not None
+        if self._stop.is_set():  # the run is ending: the task would only be cancelled
+            on_done(outcome.Error(_run_ended()))
+            return
         self._nursery.start_soon(self._run, fn, on_done, call)
 
     @staticmethod
@@ -124,6 +137,14 @@ class Portal:
             if call._cancelled:
                 scope.cancel()
             result = await outcome.acapture(fn)
+        if (
+            isinstance(result, outcome.Error)
+            and isinstance(result.error, trio.Cancelled)
+            and not call._cancelled
+        ):
+            # Not the caller's cancellation but the run's end: a face's caller must see
+            # a typed error, not trio's Cancelled.
+            result = outcome.Error(_run_ended())
         on_done(result)
 
     async def start_service(self, service: Any) -> None:
@@ -133,17 +154,124 @@ class Portal:
         await self._nursery.start(service.run)
 
 
+class Face(abc.ABC):
+    """One entered Connection or ConnectionManager as a face shows it, and everything it
+    hands out: the same rule for the object entered, for a connection the manager gives,
+    for whatever a method of either returns.
+
+    A value is a *service* when its class has a public coroutine or async generator
+    method, or is an async iterator or context manager (a Connection, a manager): it is
+    handed out as a :class:`Facade` of this face, its coroutine methods the face's calls
+    (:meth:`call`). Anything else is data (statuses, listings, results, events) and is
+    handed out as it is; so are the items of a list, tuple or dict unless one of them
+    is a service. Once the object entered was left (:attr:`closed`), every face call on
+    it or on anything it handed out raises :class:`~mcpl_host.ConnectionClosed`.
+    """
+
+    face_name: ClassVar[str]
+
+    def __init__(self, service: Any) -> None:
+        self.label = type(service).__name__
+        self.closed = False
+        # By id: a Facade holds its target, so while it lives the id is the target's; a
+        # weak key would be kept alive by its own value.
+        self._facades: weakref.WeakValueDictionary[int, Facade] = weakref.WeakValueDictionary()
+
+    @abc.abstractmethod
+    def call(self, target: Any, method: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
+        """The face's own call of ``target``'s coroutine method ``method``; it passes
+        what the method returns through :meth:`value`."""
+
+    def facade(self, target: Any) -> Facade:
+        """``target`` seen from this face: the same Facade every time it is handed out
+        (while one is held)."""
+        found = self._facades.get(id(target))
+        if found is None:
+            found = self._facades[id(target)] = Facade(target, self)
+        return found
+
+    @staticmethod
+    def unwrapped(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """``args`` with a Facade given back as its trio-side object (``kwargs`` is
+        changed in place): a method of the trio side gets what it handed out."""
+        for key, item in kwargs.items():
+            if type(item) is Facade:
+                kwargs[key] = item._target
+        if any(type(item) is Facade for item in args):
+            return tuple(item._target if type(item) is Facade else item for item in args)
+        return args
+
+    def value(self, value: Any) -> Any:
+        """``value`` as this face hands it out (see the class)."""
+        kind = type(value)
+        if kind in _LEAVES:
+            return value
+        if kind is list or kind is tuple:
+            if any(_is_service(type(item)) for item in value):
+                return kind(self.value(item) for item in value)
+            return value
+        if kind is dict:
+            if any(_is_service(type(item)) for item in value.values()):
+                return {key: self.value(item) for key, item in value.items()}
+            return value
+        if _is_service(kind):
+            return self.facade(value)
+        return value
+
+    def check_open(self, target: Any) -> None:
+        """Raise :class:`~mcpl_host.ConnectionClosed` once the object entered was left."""
+        if self.closed:
+            name = getattr(target, "name", None)
+            raise ConnectionClosed(
+                f"the {self.label} was closed: its {self.face_name} face is gone",
+                reason="closed",
+                server=name if isinstance(name, str) else None,
+            )
+
+    def not_offered(self, target: Any, what: str) -> NotImplementedError:
+        return NotImplementedError(
+            f"{what} of a {type(target).__name__} is not offered on the {self.face_name} face"
+        )
+
+
+_LEAVES: Final = frozenset({type(None), bool, int, float, str, bytes})
+_ASYNC_PROTOCOLS: Final = ("__aenter__", "__aiter__", "__anext__")
+
+
+_SERVICE_TYPES: dict[type, bool] = {}  # a face call's result is checked: once per type
+
+
+def _is_service(kind: type) -> bool:
+    """Whether values of ``kind`` are trio-side services a face must wrap (see Face)."""
+    known = _SERVICE_TYPES.get(kind)
+    if known is None:
+        known = _SERVICE_TYPES[kind] = not issubclass(kind, (BaseException, type, Facade)) and (
+            any(hasattr(kind, name) for name in _ASYNC_PROTOCOLS)
+            or any(
+                inspect.iscoroutinefunction(member) or inspect.isasyncgenfunction(member)
+                for name, member in inspect.getmembers_static(kind)
+                if not name.startswith("_")
+            )
+        )
+    return known
+
+
+def _run_ended() -> ConnectionClosed:
+    return ConnectionClosed("the face's trio run has ended: everything in it is closed")
+
+
 class Facade:
-    """The object seen from a face: its coroutine methods made the face's calls by
-    ``wrap`` (awaitable from asyncio, blocking...), every other attribute its own."""
+    """A trio-side object seen from a face: its coroutine methods are the face's calls
+    (awaitable from asyncio, blocking...), its other methods and attributes its own,
+    with what they give passed through :meth:`Face.value` (a connection the manager
+    hands out is a Facade too). Async generator methods, ``async with`` and ``async
+    for`` are not offered: they raise ``NotImplementedError``."""
 
-    __slots__ = ("_target", "_wrap", "_wrapped")
+    __slots__ = ("__weakref__", "_face", "_target", "_wrapped")
 
-    def __init__(
-        self, target: Any, wrap: Callable[[Callable[..., Awaitable[Any]]], Callable[..., Any]]
-    ) -> None:
+    def __init__(self, target: Any, face: Face) -> None:
         self._target = target
-        self._wrap = wrap
+        self._face = face
         self._wrapped: dict[str, Callable[..., Any]] = {}  # made once per method
 
     def __getattr__(self, name: str) -> Any:
@@ -151,13 +279,46 @@ class Facade:
         if wrapped is not None:
             return wrapped
         value = getattr(self._target, name)
-        if not inspect.iscoroutinefunction(value):
-            return value
-        wrapped = self._wrapped[name] = functools.wraps(value)(self._wrap(value))
+        face = self._face
+        if inspect.iscoroutinefunction(value):
+            wrapped = face.call(self._target, value)
+        elif inspect.isasyncgenfunction(value):
+            wrapped = _refuse(face, self._target, f"the async generator {name}()")
+        elif inspect.ismethod(value) or inspect.isfunction(value):
+            wrapped = _passing(value, face)
+        else:  # data, or a property's value: read afresh every time
+            return face.value(value)
+        wrapped = self._wrapped[name] = functools.wraps(value)(wrapped)
         return wrapped
 
+    def __aiter__(self) -> Any:
+        raise self._face.not_offered(self._target, "async iteration")
+
+    async def __aenter__(self) -> Any:
+        raise self._face.not_offered(self._target, "async with")
+
+    async def __aexit__(self, *exc_info: object) -> None:  # pragma: no cover - never entered
+        return None
+
     def __repr__(self) -> str:
-        return f"<{self._wrap.__module__} face of {self._target!r}>"
+        return f"<{self._face.face_name} face of {self._target!r}>"
+
+
+def _passing(method: Callable[..., Any], face: Face) -> Callable[..., Any]:
+    """A plain method of a service, called on the spot, what it returns through the
+    face (``manager.connection(name)`` gives the face's connection)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return face.value(method(*face.unwrapped(args, kwargs), **kwargs))
+
+    return call
+
+
+def _refuse(face: Face, target: Any, what: str) -> Callable[..., Any]:
+    def refused(*_args: Any, **_kwargs: Any) -> Any:
+        raise face.not_offered(target, what)
+
+    return refused
 
 
 # -- hooks -------------------------------------------------------------------------------

@@ -19,17 +19,28 @@ connection or manager entered and ended when the last one leaves, serves them al
 Every coroutine method of the object (``call_tool``, ``list_tools``, ``request``,
 ``notify``, ``set_roots``...) is awaitable from asyncio and returns what it returns
 under trio; every other attribute is the object's own. Errors are the same typed
-exceptions. A connection's requests (``Connection.HOST_LOOP_METHODS``) run in the
-awaiting asyncio task itself, parked on an asyncio future the reader settles
-(``mcpl_host.driver.foreign``); the other methods run in a trio task. Cancelling the
-asyncio task that awaits a call cancels the call, which sends
-``notifications/cancelled`` as a cancelled trio caller would.
+exceptions. What the object hands out is seen from asyncio too: a service it returns
+(``manager.connection(name)``; any object with coroutine methods) is awaitable the same
+way, in the same trio run; data (statuses, listings, results) is as it is
+(:class:`mcpl_host._portal.Face`). A connection's requests
+(``Connection.HOST_LOOP_METHODS``) run in the awaiting asyncio task itself, parked on
+an asyncio future the reader settles (``mcpl_host.driver.foreign``); the other methods
+run in a trio task. Cancelling the asyncio task that awaits a call cancels the call,
+which sends ``notifications/cancelled`` as a cancelled trio caller would.
+
+Once the ``async with`` was left, a call on the object or on anything it handed out
+raises :class:`~mcpl_host.ConnectionClosed` (``reason="closed"``); awaited from
+another loop or thread, or outside asyncio, ``RuntimeError``: trio is the guest of the
+loop it was entered on. Async generator methods, ``async for`` and ``async with`` on
+what it hands out are not offered (``NotImplementedError``).
 
 Server-to-host hooks (``sampling``, ``elicitation``, raw ``handlers``, the hooks of
 ``mcpl``) may be asyncio coroutine functions, run as asyncio tasks on the loop, or plain
 callables, called on the loop's thread; a hook cancelled in trio (the server cancelled
 the request, the transport ended) has its asyncio task cancelled. An MCPL context's
-``stream`` is awaitable from asyncio. ``on_event`` callbacks run on the loop's thread.
+``stream`` is awaitable from asyncio. ``on_event``, ``on_status`` and ``on_progress``
+callbacks run on the loop's thread, inside trio's tick: they cannot await, but may
+start asyncio tasks that use the face.
 """
 
 from __future__ import annotations
@@ -47,9 +58,9 @@ import outcome
 import trio
 
 from ._guest import start_guest_run
-from ._portal import Facade, Portal, adapt_hooks, adapt_target, with_context
+from ._portal import Face, Portal, adapt_hooks, adapt_target, with_context
 from .client import connection as _connection
-from .driver.foreign import HOST, Parked
+from .driver.foreign import HOST, Parked, in_trio_task
 from .driver.lifetime import OwnsNursery
 from .manager import _manager
 from .mcpl.host import McplContext
@@ -202,14 +213,71 @@ async def _uncancellable(awaitable: Awaitable[T]) -> T:
         return result
 
 
+class _AioFace(Face):
+    """What one entered object hands out, seen from asyncio: awaitable on the loop the
+    object was entered on."""
+
+    face_name = "asyncio"
+
+    def __init__(self, service: Any, run: _GuestRun) -> None:
+        super().__init__(service)
+        self.run = run
+
+    def check(self, target: Any) -> None:
+        """Raise before a call that cannot work: ``ConnectionClosed`` once the object
+        entered was left, ``RuntimeError`` outside its loop (trio is that loop's guest:
+        another loop or thread cannot reach it) or in one of trio's own tasks."""
+        self.check_open(target)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is not self.run.loop or in_trio_task():
+            where = (
+                "outside any asyncio loop"
+                if loop is None
+                else "on another asyncio loop"
+                if loop is not self.run.loop
+                else "in a trio task (use the trio object there)"
+            )
+            raise RuntimeError(
+                f"a {type(target).__name__} of mcpl_host.aio was awaited {where}: await it"
+                " on the loop it was entered on"
+            )
+
+    def call(self, target: Any, method: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
+        run, check, value, unwrapped = self.run, self.check, self.value, self.unwrapped
+        direct: frozenset[str] = getattr(target, "HOST_LOOP_METHODS", frozenset())
+        if method.__name__ in direct:
+
+            async def awaited_here(*args: Any, **kwargs: Any) -> Any:
+                check(target)
+                args = unwrapped(args, kwargs)
+                token = HOST.set(run.host)
+                try:
+                    return value(await method(*args, **kwargs))
+                finally:
+                    HOST.reset(token)
+
+            return awaited_here
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            check(target)
+            args = unwrapped(args, kwargs)
+            return value(await _in_trio(run, functools.partial(method, *args, **kwargs)))
+
+        return call
+
+
 class _Service(Generic[S]):
     """``async with`` runs the object in the shared trio run; the object it gives is
     awaitable from asyncio (typed as the object: its coroutine methods' results are the
-    same)."""
+    same), and so is everything it hands out (see :class:`mcpl_host._portal.Face`)."""
 
     def __init__(self, service: S) -> None:
         self._service = service
         self._run: _GuestRun | None = None
+        self._face: _AioFace | None = None
 
     async def __aenter__(self) -> S:
         if self._run is not None:
@@ -221,27 +289,8 @@ class _Service(Generic[S]):
             await _release(run)
             raise
         self._run = run
-
-        direct: frozenset[str] = getattr(self._service, "HOST_LOOP_METHODS", frozenset())
-
-        def wrap(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-            if method.__name__ in direct:
-
-                async def awaited_here(*args: Any, **kwargs: Any) -> Any:
-                    token = HOST.set(run.host)
-                    try:
-                        return await method(*args, **kwargs)
-                    finally:
-                        HOST.reset(token)
-
-                return awaited_here
-
-            async def call(*args: Any, **kwargs: Any) -> Any:
-                return await _in_trio(run, functools.partial(method, *args, **kwargs))
-
-            return call
-
-        return cast(S, Facade(self._service, wrap))
+        self._face = _AioFace(self._service, run)
+        return cast(S, self._face.facade(self._service))
 
     async def __aexit__(
         self,
@@ -252,6 +301,8 @@ class _Service(Generic[S]):
         run, self._run = self._run, None
         if run is None:
             return
+        assert self._face is not None
+        self._face.closed = True  # what it handed out stops here, not in trio's internals
         try:
             await _uncancellable(_in_trio(run, self._service.aclose))
         finally:

@@ -12,7 +12,13 @@ trio runs in a background thread (one per process, started by the first connecti
 manager entered, stopped and joined when the last one leaves); every coroutine method
 of the object (``call_tool``, ``list_tools``, ``request``...) becomes a plain blocking
 call that returns what it returns under trio, with the same typed exceptions. Other
-attributes are the object's own. Calls may come from any thread.
+attributes are the object's own. What the object hands out is seen the same way: a
+service it returns (``manager.connection(name)``; any object with coroutine methods)
+has blocking methods too; data (statuses, listings, results) is as it is
+(:class:`mcpl_host._portal.Face`). Calls may come from any thread but trio's own; once
+the ``with`` block was left, a call on the object or on anything it handed out raises
+:class:`~mcpl_host.ConnectionClosed` (``reason="closed"``) at once. Async generator
+methods and async iteration are not offered (``NotImplementedError``).
 
 Leaving the ``with`` block always shuts the servers down, on an exception and on
 KeyboardInterrupt too: a Ctrl-C while a call blocks cancels that call in trio (the
@@ -22,8 +28,10 @@ it short (it is raised once the servers are down).
 Server-to-host hooks (``sampling``, ``elicitation``, raw ``handlers``, the hooks of
 ``mcpl``) are plain callables, or coroutine functions (each run with ``asyncio.run``);
 either runs in a worker thread, so a slow hook holds up nothing else. An MCPL context's
-``stream`` is a plain blocking callable there. ``on_event`` callbacks run in trio's
-thread and must be quick.
+``stream`` is a plain blocking callable there. ``on_event``, ``on_status`` and
+``on_progress`` callbacks run in trio's thread and must be quick: plain reads
+(``status()``, ``connection(name)``) work there, but a blocking call would wait for the
+thread that runs it, so it raises ``RuntimeError`` at once; hand such work to a thread.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from typing import Any, TypeVar
 import outcome
 import trio
 
-from ._portal import Facade, Portal, adapt_hooks, adapt_target, with_context
+from ._portal import Face, Portal, adapt_hooks, adapt_target, with_context
 from .client import connection as _connection
 from .manager import _manager
 from .mcpl.host import McplContext
@@ -114,9 +122,19 @@ class _Result:
         return True
 
 
+def _refuse_in_trio_thread(run: _TrioThread | None, what: str) -> None:
+    if run is not None and threading.current_thread() is run.thread:
+        raise RuntimeError(
+            f"{what} of mcpl_host.sync was made in trio's thread (from an on_event,"
+            " on_status or progress callback?), where it would wait for itself forever:"
+            " make it from another thread"
+        )
+
+
 def _call(run: _TrioThread, fn: Callable[[], Awaitable[T]]) -> T:
     """``fn()`` in the trio run, waited for here; an interrupt while waiting (Ctrl-C)
-    cancels it there."""
+    cancels it there. Raises ``RuntimeError`` in trio's own thread."""
+    _refuse_in_trio_thread(run, "a blocking call")
     result = _Result()
     call = run.portal.submit(fn, result.set)
     try:
@@ -154,17 +172,48 @@ def _finish(run: _TrioThread, fn: Callable[[], Awaitable[None]]) -> None:
     result.outcome.unwrap()
 
 
+class _SyncFace(Face):
+    """What one entered object hands out, seen from synchronous code: blocking calls,
+    from any thread but trio's own."""
+
+    face_name = "sync"
+
+    def __init__(self, service: Any, run: _TrioThread) -> None:
+        super().__init__(service)
+        self.run = run
+
+    def check(self, target: Any) -> None:
+        """Raise before a call that cannot work: ``ConnectionClosed`` once the object
+        entered was left, ``RuntimeError`` in trio's own thread (a callback: the call
+        would wait for the thread that is waiting for it)."""
+        self.check_open(target)
+        _refuse_in_trio_thread(self.run, f"a blocking call of a {type(target).__name__}")
+
+    def call(self, target: Any, method: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
+        run, check, value, unwrapped = self.run, self.check, self.value, self.unwrapped
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            check(target)
+            args = unwrapped(args, kwargs)
+            return value(_call(run, functools.partial(method, *args, **kwargs)))
+
+        return call
+
+
 class _Service:
     """``with`` runs the object in the trio thread; the object it gives has blocking
-    methods (typed ``Any``: every coroutine method returns its result directly)."""
+    methods (typed ``Any``: every coroutine method returns its result directly), and so
+    has everything it hands out (see :class:`mcpl_host._portal.Face`)."""
 
     def __init__(self, service: Any) -> None:
         self._service = service
         self._run: _TrioThread | None = None
+        self._face: _SyncFace | None = None
 
     def __enter__(self) -> Any:
         if self._run is not None:
             raise RuntimeError("already entered")
+        _refuse_in_trio_thread(_TrioThread.current, "entering a with block")
         run = _TrioThread.acquire()
         try:
             _call(run, functools.partial(run.portal.start_service, self._service))
@@ -172,14 +221,8 @@ class _Service:
             run.release()
             raise
         self._run = run
-
-        def wrap(method: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
-            def call(*args: Any, **kwargs: Any) -> Any:
-                return _call(run, functools.partial(method, *args, **kwargs))
-
-            return call
-
-        return Facade(self._service, wrap)
+        self._face = _SyncFace(self._service, run)
+        return self._face.facade(self._service)
 
     def __exit__(
         self,
@@ -187,9 +230,13 @@ class _Service:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        # Refused before anything changes: the servers would be closed by nobody.
+        _refuse_in_trio_thread(self._run, "leaving a with block")
         run, self._run = self._run, None
         if run is None:
             return
+        assert self._face is not None
+        self._face.closed = True  # what it handed out stops here, not in a hang
         try:
             _finish(run, self._service.aclose)
         finally:

@@ -51,6 +51,7 @@ async def main():
     loaded["connection"] = [m for m in HEAVY if m in sys.modules]
     from mcpl_host import ConnectionManager
     async with ConnectionManager({{"demo": DEMO}}) as manager:
+        await manager.wait_ready()
         result = await manager.call_tool("demo__echo", {{"text": "hi"}})
         assert result["content"][0]["text"] == "hi", result
     loaded["manager"] = [m for m in HEAVY if m in sys.modules]

@@ -37,6 +37,8 @@ MAX_SCOPE: Final = 2048
 # the server may long have forgotten.
 _MAX_LIFETIME: Final = 30 * 24 * 3600.0
 
+_TRANSIENT_CODES: Final = frozenset({"server_error", "temporarily_unavailable"})
+
 # ``private_key_jwt``: signs the client assertion for a token endpoint (the audience).
 Assertion = Callable[[str], str]
 
@@ -54,7 +56,13 @@ def oauth_error(answer: Answer, step: str, what: str, redactor: Redactor) -> Aut
         text += f", {code}"
     if isinstance(described, str) and described:
         text += f" ({redactor.log_value(described, 200)})"
-    return AuthorizationError(text, step=step, error=code)
+    error = AuthorizationError(text, step=step, error=code)
+    # A server that failed (RFC 6749 section 5.2 has no such codes, but section 4.1.2.1's
+    # server_error and temporarily_unavailable are sent here too) or asked to slow down
+    # may answer later: a reconnect tries again. A refusal stays permanent.
+    if answer.status >= 500 or answer.status == 429 or code in _TRANSIENT_CODES:
+        error.permanent = False
+    return error
 
 
 def client_authentication(

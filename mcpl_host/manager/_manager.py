@@ -61,13 +61,15 @@ class ConnectionManager(OwnsNursery):
             listing = await manager.list_tools()
 
     or run it in a nursery of yours: ``manager = await nursery.start(ConnectionManager(
-    ...).run)``, then ``await manager.aclose()``. Neither ever fails because a server
-    does: that server's status says why (``failed``, or ``connecting`` while its first
-    connect is retried).
+    ...).run)``, then ``await manager.aclose()``. Either returns at once, every server
+    ``connecting`` (or ``disabled``, or ``failed`` for its configuration): to wait for
+    them, :meth:`wait_ready`. Neither ever fails because a server does: that server's
+    status says why (``failed``, ``retrying`` or not).
 
     ``reconnect`` is used twice per server: to retry the first connect, then as the
-    Connection's own policy once connected (``None``: one attempt, and a lost transport
-    ends the server). The other options are the Connection's, given to every server.
+    Connection's own policy once ready (``None``: one attempt, and a lost transport
+    ends the server). A permanent error (``error.permanent``) is never retried. The
+    other options are the Connection's, given to every server.
     ``on_event(name, event)`` gets every connection event with its server's name;
     ``on_status(status)`` every change of a server's :class:`ServerStatus`. Both are
     called synchronously and must be quick; an exception from either is logged.
@@ -139,9 +141,6 @@ class ConnectionManager(OwnsNursery):
             secrets=secrets,
             reconnect=reconnect,
         )
-        # The manager comes up once every first attempt has ended, and an attempt is
-        # bounded by the handshake's timeout (a connect that hangs is not, hence this).
-        self._ready_timeout = initialize_timeout
         self._on_wire = on_wire
         self._separator = tool_separator
         # What a config entry's variables, inputs and files gave it (a token in its
@@ -187,23 +186,21 @@ class ConnectionManager(OwnsNursery):
     ) -> None:
         """Supervise every server until :meth:`aclose`; use with ``nursery.start``.
 
-        Reports started once each server's first connect attempt has ended (connected,
-        failed, or to be retried), or after ``initialize_timeout`` at most. Never raises
-        for a server's failure; raises ``RuntimeError`` when run a second time.
+        Reports started as soon as every server's supervisor has started, before any
+        connect attempt: one server that hangs must not hold up the others (nor the
+        caller); :meth:`wait_ready` waits for them. Never raises for a server's failure;
+        raises ``RuntimeError`` when run a second time.
         """
         if self._running:
             raise RuntimeError("a ConnectionManager runs once")
         self._running = True
         async with trio.open_nursery() as nursery:
             for server in self._servers.values():
-                nursery.start_soon(server.supervise)
-            with trio.move_on_after(self._ready_timeout):
-                for server in self._servers.values():
-                    await server.first_attempt.wait()
+                await nursery.start(server.supervise)
             task_status.started(self)
 
     async def aclose(self) -> None:
-        """Close every server, concurrently: connecting ones stop trying, connected and
+        """Close every server, concurrently: connecting ones stop trying, ready and
         reconnecting ones are closed (pending requests fail with ConnectionClosed, stdio
         servers are stopped and reaped). Idempotent, safe from any task, never raises."""
         if self._closing:
@@ -218,7 +215,7 @@ class ConnectionManager(OwnsNursery):
 
     async def close_server(self, name: str) -> None:
         """Close one server (as :meth:`aclose` does for all); its status becomes
-        ``closed`` unless it is ``failed`` or ``disabled``. Idempotent.
+        ``closed`` unless it is ``disabled``, or ``failed`` and not retrying. Idempotent.
 
         Raises :class:`UnknownServer` for a name that is not configured.
         """
@@ -240,8 +237,9 @@ class ConnectionManager(OwnsNursery):
     ) -> dict[str, ServerStatus]:
         """Wait for the named servers (default: every one) and return their statuses.
 
-        ``mode="all"``: until each is settled (:attr:`ServerStatus.settled`: connected,
-        or ended); ``"any"``: until one of them is connected, or all are settled. Returns
+        ``mode="all"``: until each is settled (:attr:`ServerStatus.settled`: ready, or
+        ended: ``failed`` and not retrying, ``disabled``, ``closed``); ``"any"``: until
+        one of them is ready, or all are settled. Returns
         when that holds or ``timeout`` seconds have passed, whichever comes first: the
         statuses say which. Raises :class:`UnknownServer` for a name not configured,
         ``ValueError`` for another ``mode``.
@@ -253,18 +251,35 @@ class ConnectionManager(OwnsNursery):
             while True:
                 statuses = [server.status for server in servers]
                 if all(status.settled for status in statuses) or (
-                    mode == "any" and any(status.state == "connected" for status in statuses)
+                    mode == "any" and any(status.state == "ready" for status in statuses)
                 ):
                     break
                 await self._changed.wait()
         return {server.name: server.status for server in servers}
+
+    async def wait_status_change(
+        self, known: Mapping[str, ServerStatus] | None = None, *, timeout: float | None = None
+    ) -> dict[str, ServerStatus]:
+        """Every server's status, once it differs from ``known`` (default: the statuses
+        now), or when ``timeout`` seconds have passed (then unchanged).
+
+        Changes are coalesced, never queued: a caller that passes what it got last time
+        misses no change of the final state, only steps it was too slow to see (each
+        step reaches ``on_status``), and a server that flaps costs it nothing.
+        """
+        if known is None:
+            known = self.status()
+        with trio.move_on_after(math.inf if timeout is None else timeout):
+            while self.status() == known:
+                await self._changed.wait()
+        return self.status()
 
     def status(self) -> dict[str, ServerStatus]:
         """Every server's status, by name, in configuration order."""
         return {name: server.status for name, server in self._servers.items()}
 
     def connection(self, name: str) -> Connection:
-        """The server's Connection, when it is ``connected`` or ``reconnecting`` (a
+        """The server's Connection, when it is ``ready`` or ``reconnecting`` (a
         request made then waits, within its timeout, for the new transport).
 
         Raises :class:`UnknownServer`, or :class:`ServerUnavailable` (a
@@ -305,7 +320,7 @@ class ConnectionManager(OwnsNursery):
         )
 
     async def set_roots(self, roots: Iterable[Root | str], *, timeout: float | None = None) -> None:
-        """Replace the roots offered to every server: each connected one is told
+        """Replace the roots offered to every server: each ready one is told
         (``notifications/roots/list_changed``), all at once, and servers that connect
         later get them. A server that does not take the notice within ``timeout``
         (default: the request timeout) is logged, not raised: it has the new roots
@@ -349,7 +364,7 @@ class ConnectionManager(OwnsNursery):
         servers: dict[str, Connection | McplHostError] = {}
         for name, server in self._servers.items():
             status = server.status
-            if status.state == "connected" and server.connection is not None:
+            if status.state == "ready" and server.connection is not None:
                 servers[name] = server.connection
             else:
                 servers[name] = ServerUnavailable(name, status.state, status.error)

@@ -1,9 +1,10 @@
 """One managed server: its supervisor task, its status, and its events.
 
 The first connect is retried under the manager's policy (a server may start after the
-host); once connected, the Connection's own policy replaces lost transports and rebinds
-pending requests. The status follows the connection's events. Nothing here raises out
-of :meth:`ManagedServer.supervise` but cancellation: one server's failure stays its own.
+host); once ready, the Connection's own policy replaces lost transports and rebinds
+pending requests. The status follows the attempts and the connection's events. Nothing
+here raises out of :meth:`ManagedServer.supervise` but cancellation: one server's
+failure stays its own.
 """
 
 from __future__ import annotations
@@ -74,10 +75,9 @@ class ManagedServer:
             self.status = ServerStatus(name, "connecting")
         self.connection: Connection | None = None
         self._live: Connection | None = None  # started: close() must aclose it
-        self.first_attempt = trio.Event()
-        """Set once the first connect attempt has ended (or none will be made)."""
         self._connect_scope = trio.CancelScope()
-        self._over = trio.Event()  # the connected Connection has closed for good
+        self._over = trio.Event()  # the ready Connection has closed for good
+        self._last_error: McplHostError | None = None  # of the attempt that just failed
         self._started = False
         self._closing = False
         self._finished = trio.Event()
@@ -88,33 +88,40 @@ class ManagedServer:
 
     # -- the supervisor task -------------------------------------------------------------
 
-    async def supervise(self) -> None:
-        """Connect (retrying), then stay until the connection closes for good.
+    async def supervise(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Connect (retrying), then stay until the connection closes for good. Use with
+        ``nursery.start``: started once the first state is reported, before any attempt
+        (the manager is usable at once, whatever its servers do).
 
         Never raises but cancellation; a failure ends as status ``failed``.
         """
         self._started = True
+        reported = False
         try:
-            await self._supervise()
+            if self._closing:  # closed before it ever ran
+                if self.status.state == "connecting":
+                    self._set("closed")
+                return
+            # Stamps `since` and reports the first state of every server, started or not.
+            self._set(self.status.state)
+            task_status.started()
+            reported = True
+            if self.status.state == "connecting":  # not disabled, nor failed for its config
+                await self._supervise()
         except Exception as exc:
             # A bug reached here: it must cost this server only, never the manager.
             self._log.exception("supervisor failed")
             error = McplHostError(f"the supervisor failed ({type(exc).__name__})", server=self.name)
             error.__cause__ = exc
-            self._set("failed", error=error)
+            self._set("failed", error=error, retrying=False, retry_at=None)
         finally:
-            self.first_attempt.set()
             self._finished.set()
+            if not reported:  # whatever happened, the manager's start goes on
+                task_status.started()
 
     async def _supervise(self) -> None:
-        if self._closing:
-            if self.status.state == "connecting":
-                self._set("closed")
-            return
-        # Stamps `since` and reports the first state of every server, started or not.
-        self._set(self.status.state)
-        if self.status.state != "connecting":  # disabled, or failed for its configuration
-            return
         async with trio.open_nursery() as nursery:
             conn = None  # stays None when close() cancels the attempts
             with self._connect_scope:
@@ -128,8 +135,10 @@ class ManagedServer:
                     # fail with ConnectionClosed, a stdio server is stopped and reaped.
                     with trio.CancelScope(shield=True):
                         await conn.aclose()
-        if self._closing and self.status.state in ("connecting", "connected", "reconnecting"):
-            self._set("closed", error=None)
+        if self._closing and (
+            self.status.state in ("connecting", "ready", "reconnecting") or self.status.retrying
+        ):
+            self._set("closed", error=None, retrying=False, retry_at=None)
 
     async def _connect(self, nursery: trio.Nursery) -> Connection | None:
         """The first connection, retried under the policy; None when given up."""
@@ -139,35 +148,46 @@ class ManagedServer:
             async for attempt in self._policy.retrying(self._before_retry):
                 with attempt:
                     return await self._attempt(nursery)
-        except McplHostError as exc:  # permanent, or out of attempts
-            self._set("failed", error=exc)
+        except McplHostError as exc:  # permanent, out of attempts, or no policy
+            if not self._closing:
+                failures = self.status.failures + 1
+                self._set("failed", error=exc, failures=failures, retrying=False, retry_at=None)
         return None
 
     async def _attempt(self, nursery: trio.Nursery) -> Connection:
         # A fresh Connection per attempt: one whose run() failed is closed for good.
         assert self._target is not None
+        if self.status.state == "failed":  # the wait for this retry is over
+            self._set("connecting", retrying=False, retry_at=None)
         try:
             conn = self._make_connection(self.name, self._target, self._forward)
             self._redactor = conn.redactor
-            # Known before it starts: its Connected event makes the status "connected",
-            # and whoever sees that status must find this connection.
+            # Known before it starts: its Connected event makes the status "ready", and
+            # whoever sees that status must find this connection.
             self.connection = conn
             await nursery.start(conn.run)
         except McplHostError as exc:
             self.connection = None
+            self._last_error = exc
             self._log.info("connect attempt failed", error=self._redactor.log_value(str(exc)))
-            if not exc.permanent and not self._closing:
-                self._set("connecting", error=exc, failures=self.status.failures + 1)
             raise
         except BaseException:
             self.connection = None
             raise
         self._live = conn
-        self.first_attempt.set()
         return conn
 
-    def _before_retry(self, _attempt: int, _delay: float) -> None:
-        self.first_attempt.set()  # the first attempt failed; the manager may come up
+    def _before_retry(self, _attempt: int, delay: float) -> None:
+        """The attempt failed and the policy will try again after ``delay``."""
+        if self._closing:
+            return
+        self._set(
+            "failed",
+            error=self._last_error,
+            failures=self.status.failures + 1,
+            retrying=True,
+            retry_at=trio.current_time() + delay,
+        )
 
     # -- events --------------------------------------------------------------------------
 
@@ -179,23 +199,26 @@ class ManagedServer:
                 | Reconnected(protocol_version=version, server_info=info)
             ):
                 self._set(
-                    "connected", error=None, protocol_version=version, server_info=info, failures=0
+                    "ready",
+                    error=None,
+                    protocol_version=version,
+                    server_info=info,
+                    failures=0,
+                    retry_at=None,
                 )
             case Disconnected(reason=reason) if self._policy is not None and not self._closing:
                 lost = ConnectionClosed(
                     f"the transport was lost ({reason})", reason=reason, server=self.name
                 )
                 self._set("reconnecting", error=lost)
-            case Reconnecting(attempt=attempt) if not self._closing:
-                self._set("reconnecting", failures=attempt - 1)
-            case Closed(reason=reason):
+            case Reconnecting(attempt=attempt, delay=delay) if not self._closing:
+                at = trio.current_time() + delay
+                self._set("reconnecting", failures=attempt - 1, retry_at=at)
+            case Closed(reason=reason, error=cause):
                 if self._closing or reason == "closed":
-                    self._set("closed", error=None)
+                    self._set("closed", error=None, retry_at=None)
                 else:
-                    ended = ConnectionClosed(
-                        f"the connection ended ({reason})", reason=reason, server=self.name
-                    )
-                    self._set("failed", error=ended)
+                    self._give_up(reason, cause)
                 self._over.set()
             case _:
                 pass
@@ -204,6 +227,19 @@ class ManagedServer:
                 self._on_event(self.name, event)
             except Exception:
                 self._log.exception("event callback failed", kind=type(event).__name__)
+
+    def _give_up(self, reason: str, cause: McplHostError | None) -> None:
+        """The connection ended for good: lost without a policy, or its policy gave up
+        (``cause``: the last attempt's error, already made safe where it was made)."""
+        failures = self.status.failures
+        if reason == "reconnect-failed" and self.status.retry_at is not None:
+            failures += 1  # the attempt its last Reconnecting announced failed too
+        text = f"the connection ended ({reason})"
+        if cause is not None:
+            text += f": {cause.message}"
+        ended = ConnectionClosed(text, reason=reason, server=self.name)
+        ended.__cause__ = cause
+        self._set("failed", error=ended, failures=failures, retry_at=None)
 
     def _set(self, state: ServerState, **changes: Any) -> None:
         old = self.status
@@ -214,9 +250,11 @@ class ManagedServer:
         self.status = new
         if state != old.state:
             if state == "failed" and new.error is not None:
-                self._log.warning(
-                    "server state", state=state, error=self._redactor.log_value(str(new.error))
-                )
+                # A failure that is retried is routine (its attempt was logged); a final
+                # one is what someone must act on.
+                level = self._log.info if new.retrying else self._log.warning
+                error = self._redactor.log_value(str(new.error))
+                level("server state", state=state, error=error, retrying=new.retrying)
             else:
                 self._log.info("server state", state=state)
         if self._on_status is not None:
@@ -229,7 +267,8 @@ class ManagedServer:
 
     async def close(self) -> None:
         """Close this server: stop connecting, close its connection. Idempotent; never
-        raises. A ``failed`` or ``disabled`` server keeps its state."""
+        raises. A ``failed`` server that is not retrying, or a ``disabled`` one, keeps
+        its state; any other becomes ``closed``."""
         if self._closing:
             if self._started:
                 await self._finished.wait()

@@ -196,10 +196,17 @@ class TransportError(McplHostError):
 
 
 class SpawnError(TransportError):
-    """A stdio server's process could not be started (missing program, permissions)."""
+    """A stdio server's process could not be started (missing program, permissions).
 
-    def __init__(self, message: str, *, server: str | None = None) -> None:
+    ``permanent`` when starting it again the same way cannot succeed: the program or
+    its working directory is missing, not executable, not a program (the stdio
+    transport decides by the OS error); a lack of resources (too many processes or
+    open files) is not.
+    """
+
+    def __init__(self, message: str, *, permanent: bool = False, server: str | None = None):
         super().__init__(message, reason="spawn-failed", server=server)
+        self.permanent = permanent
 
 
 class ConnectionClosed(TransportError):

@@ -285,7 +285,8 @@ async def open_stdio(
         )
     except OSError as exc:
         # Not chained: the OS error's text repeats paths and arguments unredacted.
-        raise SpawnError(_spawn_failure(target, exc, redactor)) from None
+        permanent = exc.errno in _PERMANENT_SPAWN_ERRORS
+        raise SpawnError(_spawn_failure(target, exc, redactor), permanent=permanent) from None
     # No checkpoint from here until the reader is started: a cancellation arriving now
     # must not leave a child that nobody owns.
     transport = StdioTransport(process, description=describe(target), redactor=redactor)
@@ -299,6 +300,24 @@ async def open_stdio(
     transport._log.info("stdio server started")
     return transport
 
+
+# The OS errors of a spawn that the same spawn cannot escape by trying again: the path,
+# the file or the directory is wrong, and stays wrong until someone changes the
+# configuration or installs the program. ENOTDIR (a path component is a file), ELOOP and
+# ENAMETOOLONG are wrong paths too; ENOEXEC is a file the kernel cannot run (no #! line,
+# another architecture); EPERM a mount or a policy that forbids running it. Others
+# (EAGAIN, EMFILE, ENOMEM, ETXTBSY: a file being written) may pass: retried.
+_PERMANENT_SPAWN_ERRORS: Final = frozenset(
+    {
+        errno.ENOENT,
+        errno.ENOTDIR,
+        errno.EACCES,
+        errno.EPERM,
+        errno.ENOEXEC,
+        errno.ELOOP,
+        errno.ENAMETOOLONG,
+    }
+)
 
 # Every transport whose shutdown has not finished, for kill_stdio_servers.
 _RUNNING: Final[set[StdioTransport]] = set()

@@ -137,6 +137,28 @@ async def test_token_answers_the_host_cannot_use_are_typed_errors(
     assert caught.value.step == "token"
 
 
+@pytest.mark.parametrize(
+    ("status", "body", "permanent"),
+    [
+        (400, {"error": "invalid_grant"}, True),
+        (401, {"error": "invalid_client"}, True),
+        (400, {"error": "temporarily_unavailable"}, False),
+        (400, {"error": "server_error"}, False),
+        (429, {}, False),
+        (503, {"error": "busy"}, False),
+    ],
+)
+async def test_a_refusal_is_permanent_and_a_failure_is_not(
+    status: int, body: dict[str, str], permanent: bool
+) -> None:
+    """A reconnect policy retries what a busy or failing server may answer later."""
+    http = exchanges(lambda request: reply(status, body))
+    answer = await token_request(http, TOKEN_URL, {}, None, step="token")
+    with pytest.raises(AuthorizationError) as caught:
+        read_tokens(answer, "token", redactor=http.redactor)
+    assert caught.value.permanent is permanent
+
+
 async def test_a_refusal_names_the_servers_error_escaped_and_masks_the_hosts_secrets() -> None:
     code = "code-canary-5a1f"
     secret = "secret-canary-77c2"

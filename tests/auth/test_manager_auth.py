@@ -34,6 +34,7 @@ async def test_one_oauth_for_the_servers_without_their_own_none_opts_out(
     auth = OAuth(store=store, authorize=auto_approve)
     with trio.fail_after(30):
         async with ConnectionManager(config, auth=auth, reconnect=None) as manager:
+            await manager.wait_ready()
             listing = await manager.list_tools()
             assert "plain__whoami" in listing.names()
             assert not any(name.startswith("refused__") for name in listing.names())
@@ -63,6 +64,7 @@ async def test_an_entrys_client_credentials_go_with_the_managers_auth(
         async with ConnectionManager(
             config, auth=OAuth(store=fresh, authorize=auto_approve), reconnect=None
         ) as manager:
+            await manager.wait_ready()
             result = await manager.call_tool("s__whoami", {})
     assert registered.client_id in str(result)
     assert await fresh.get_client(asserver.issuer) is None  # no registration ran

@@ -75,6 +75,7 @@ def test_two_connections_share_one_trio_run_and_a_manager_works_too() -> None:
         assert aio._RUNS == {}  # the last one out ended the trio run
         servers = {"one": DEMO, "two": DEMO}
         async with aio.ConnectionManager(servers) as manager:
+            await manager.wait_ready()
             listing = await manager.list_tools()
             assert {"one__echo", "two__echo"} <= set(listing.names())
             answer = await manager.call_tool("two__echo", {"text": "x"})

@@ -46,6 +46,7 @@ async def big_pages_manager(probe: Probe, p: dict[str, Any]) -> None:
     async with ConnectionManager(
         {"big": target}, reconnect=None, request_timeout=p["timeout"]
     ) as m:
+        await m.wait_ready(timeout=p["timeout"])
         listing = await probe.call(
             "list_tools", partial(m.list_tools, timeout=p["timeout"]), timeout=p["timeout"]
         )

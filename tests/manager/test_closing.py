@@ -26,6 +26,7 @@ async def test_close_one_then_all_then_again(autojump_clock: trio.abc.Clock) -> 
         ):
             servers = {"first": first.target, "second": second.target, "old": old.target}
             async with ConnectionManager(servers, versions=["2025-11-25"]) as manager:
+                await manager.wait_ready()
                 await manager.close_server("second")
                 assert manager.status()["second"].state == "closed"
                 with pytest.raises(ServerUnavailable) as closed:
@@ -49,6 +50,7 @@ async def test_concurrent_closes_all_return(autojump_clock: trio.abc.Clock) -> N
     with trio.fail_after(60):
         async with serve(Script().handshake().expect_close()) as server:
             async with ConnectionManager({"s": server.target}) as manager:
+                await manager.wait_ready()
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(manager.aclose)
                     nursery.start_soon(manager.close_server, "s")
@@ -71,14 +73,14 @@ async def test_close_while_the_first_connect_is_in_its_handshake(
                 {"silent": server.target}, initialize_timeout=30, on_status=log
             )
 
-            async def close_soon() -> None:
-                await trio.sleep(5)
-                await manager.aclose()
-
             started = trio.current_time()
-            nursery.start_soon(close_soon)
             assert await nursery.start(manager.run) is manager
-            # The manager came up when the close ended the attempt, not at its timeout.
+            # The manager is up at once, the attempt still in its handshake.
+            assert trio.current_time() == started
+            assert manager.status()["silent"].state == "connecting"
+            await trio.sleep(5)
+            await manager.aclose()
+            # The close ended the attempt at once, not at its timeout.
             assert trio.current_time() - started == pytest.approx(5)
             assert manager.status()["silent"].state == "closed"
             await server.wait_done()  # the host hung up on the handshake
@@ -97,7 +99,7 @@ async def test_close_while_backing_off_and_while_reconnecting(
             servers = {"gone": gone_server.target, "late": late_server.target}
             async with ConnectionManager(servers, reconnect=POLICY) as manager:
                 await wait_for(manager, "gone", "reconnecting", failures=3)
-                await wait_for(manager, "late", "connecting", failures=3)
+                await wait_for(manager, "late", "failed", failures=3, retrying=True)
 
                 async def waiting_request() -> None:
                     # Made while reconnecting: it waits for a transport that never comes.

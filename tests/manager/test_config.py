@@ -17,7 +17,7 @@ from mcpl_host.events import Event
 from mcpl_host.manager import ConnectionManager, ServerUnavailable
 from mcpl_host.transports.stdio import StdioTransport
 
-from .helpers import StatusLog
+from .helpers import StatusLog, wait_for
 
 
 def _write_config(path: Path) -> Path:
@@ -46,15 +46,20 @@ async def test_a_config_file_with_good_missing_disabled_and_unreachable_servers(
             on_status=log,
             request_timeout=10,
         ) as manager:
-            status = manager.status()
-            assert list(status) == ["demo", "missing", "off", "remote"]
-            assert status["demo"].state == "connected"
+            # The remote one is retried for ever: waiting for it would end at a deadline.
+            status = await manager.wait_ready("demo", "missing", "off")
+            assert list(status) == ["demo", "missing", "off"]
+            assert status["demo"].state == "ready"
             assert status["demo"].server_info["name"] == "mcpl-host-demo"
-            assert status["missing"].state == "connecting"  # retried: it may be installed yet
+            assert status["missing"].state == "failed"  # ENOENT: permanent, not retried
+            assert not status["missing"].retrying
             assert isinstance(status["missing"].error, SpawnError)
             assert status["off"].state == "disabled"
-            assert status["remote"].state == "connecting"  # retried, as any transport
-            assert isinstance(status["remote"].error, TransportError)
+            remote = await wait_for(manager, "remote", "failed")
+            assert remote.retrying  # refused: retried, as any transport
+            assert remote.retry_at is not None
+            assert isinstance(remote.error, TransportError)
+            assert list(manager.status()) == ["demo", "missing", "off", "remote"]
 
             listing = await manager.list_tools()
             assert {"demo__echo", "demo__add"} <= set(listing.names())
@@ -107,6 +112,7 @@ async def test_what_a_config_variable_gave_is_masked_in_the_servers_logs(tmp_pat
         manager = ConnectionManager(file, initialize_timeout=5)
         async with trio.open_nursery() as nursery:
             await nursery.start(manager.run)
+            await wait_for(manager, "leaky", "failed")  # it wrote its line and exited
             await manager.aclose()
     lines = [str(e.get("line")) for e in logs if e["event"] == "server stderr"]
     assert lines

@@ -55,18 +55,21 @@ async def test_a_good_server_works_beside_a_retrying_and_a_failed_one(
                 versions=["2025-11-25", "2025-06-18"],
                 on_event=lambda name, event: events.append((name, event)),
             ) as manager:
+                await manager.wait_ready("good", "old")
                 status = manager.status()
                 assert list(status) == ["good", "erroring", "old"]
-                assert status["good"].state == "connected"
+                assert status["good"].state == "ready"
                 assert status["good"].protocol_version == "2025-11-25"
                 assert status["good"].server_info == {"name": "good", "version": "1"}
                 assert status["good"].error is None
 
-                assert status["erroring"].state == "connecting"  # retried, not given up
+                assert status["erroring"].state == "failed"
+                assert status["erroring"].retrying  # not given up
                 assert isinstance(status["erroring"].error, InitializeError)
                 assert status["erroring"].error.server_message == "the database is down"
 
                 assert status["old"].state == "failed"  # a permanent error: never retried
+                assert not status["old"].retrying
                 assert isinstance(status["old"].error, VersionError)
 
                 result = await manager.request(
@@ -84,7 +87,7 @@ async def test_a_good_server_works_beside_a_retrying_and_a_failed_one(
                     manager.connection("nobody")
 
                 # The erroring server keeps being retried under the policy's backoff.
-                retried = await wait_for(manager, "erroring", "connecting", failures=4)
+                retried = await wait_for(manager, "erroring", "failed", failures=4)
                 assert isinstance(retried.error, TransportError)  # refused from then on
             await good_server.wait_done()
     assert erroring.record.connections == 1  # later attempts were turned away
@@ -115,12 +118,12 @@ async def test_a_server_that_crashes_comes_back(autojump_clock: trio.abc.Clock) 
                 on_status=log,
                 on_event=lambda name, event: events.append((name, event)),
             ) as manager:
-                back = await wait_for(manager, "flaky", "connected", server_info={"name": "second"})
+                back = await wait_for(manager, "flaky", "ready", server_info={"name": "second"})
                 assert back.failures == 0
                 assert back.error is None
                 assert await manager.request("flaky", "ping") == {}
             await server.wait_done()
-    assert log.states("flaky") == ["connecting", "connected", "reconnecting", "connected", "closed"]
+    assert log.states("flaky") == ["connecting", "ready", "reconnecting", "ready", "closed"]
     reconnecting = [s for s in log.changes if s.state == "reconnecting"]
     assert isinstance(reconnecting[0].error, ConnectionClosed)
     assert reconnecting[0].error.reason == "read-failed"
@@ -146,14 +149,15 @@ async def test_the_first_connect_is_retried_until_the_server_accepts(
         async with serve(script) as server:
             started = trio.current_time()
             async with ConnectionManager({"late": server.target}, reconnect=POLICY) as manager:
-                # The manager came up after the first attempt, without the server.
-                assert trio.current_time() - started < 0.5
-                waiting = manager.status()["late"]
-                assert (waiting.state, waiting.failures) == ("connecting", 1)
+                # The manager came up at once, without the server.
+                assert trio.current_time() == started
+                waiting = await wait_for(manager, "late", "failed")
+                assert (waiting.failures, waiting.retrying) == (1, True)
+                assert waiting.retry_at == pytest.approx(started + 1)  # the backoff's first wait
                 assert isinstance(waiting.error, TransportError)
                 assert waiting.error.reason == "connect-failed"
 
-                connected = await wait_for(manager, "late", "connected")
+                connected = await wait_for(manager, "late", "ready")
                 assert connected.since is not None
                 assert connected.since - started == pytest.approx(1 + 2 + 4)  # the backoff
                 assert await manager.request("late", "ping") == {}
@@ -170,9 +174,10 @@ async def test_the_first_connect_gives_up_after_max_attempts(
             serve(Script().refuse_connections(5).handshake()) as server,
             ConnectionManager({"never": server.target}, reconnect=policy) as manager,
         ):
-            status = await wait_for(manager, "never", "failed")
+            status = await wait_for(manager, "never", "failed", retrying=False)
             assert isinstance(status.error, TransportError)
             assert status.failures == 2
+            assert status.retry_at is None
     assert server.record.refused == 2
 
 
@@ -193,14 +198,15 @@ async def test_without_a_policy_nothing_is_retried_and_a_loss_is_final(
                 "refusing": refusing.target,
             }
             async with ConnectionManager(servers, reconnect=None) as manager:
+                await manager.wait_ready("refusing", "steady")
                 refused = manager.status()["refusing"]
-                assert refused.state == "failed"
+                assert (refused.state, refused.retrying, refused.failures) == ("failed", False, 1)
                 assert isinstance(refused.error, TransportError)
                 lost = await wait_for(manager, "dropping", "failed")
                 assert isinstance(lost.error, ConnectionClosed)
                 assert lost.error.reason == "eof"
                 # One server gone for good takes nothing from the others.
-                assert manager.status()["steady"].state == "connected"
+                assert manager.status()["steady"].state == "ready"
                 assert await manager.request("steady", "ping") == {}
             await steady_server.wait_done()
     assert dropped.record.connections == 1
@@ -219,7 +225,8 @@ async def test_callbacks_that_raise_are_logged_and_change_nothing(
             async with ConnectionManager(
                 {"s": server.target}, on_event=broken, on_status=broken
             ) as manager:
-                assert manager.status()["s"].state == "connected"
+                await manager.wait_ready()
+                assert manager.status()["s"].state == "ready"
                 assert await manager.request("s", "ping") == {}
             await server.wait_done()
     failures = {entry["event"] for entry in logs if entry["log_level"] == "error"}
@@ -235,6 +242,7 @@ async def test_a_bad_target_or_config_problem_fails_that_server_only(
             async with ConnectionManager(
                 {"bad": "gopher://nowhere", "good": server.target}
             ) as manager:
+                await manager.wait_ready()
                 bad = manager.status()["bad"]
                 assert bad.state == "failed"
                 assert isinstance(bad.error, ConfigurationError)
@@ -262,6 +270,7 @@ async def test_connection_options_reach_every_server(autojump_clock: trio.abc.Cl
                 client_info={"name": "agent", "version": "2"},
                 roots=["file:///work"],
             ) as manager:
+                await manager.wait_ready()
                 for name in ("one", "two"):
                     assert await manager.request(name, "ping") == {}  # answered by the script
                 while not (one.record.answers() and two.record.answers()):
@@ -290,6 +299,7 @@ async def test_new_roots_reach_every_server(autojump_clock: trio.abc.Clock) -> N
             async with ConnectionManager(
                 {"one": one.target, "two": two.target}, roots=["file:///old"]
             ) as manager:
+                await manager.wait_ready()
                 await manager.set_roots(["file:///new"])
                 while not (one.record.answers() and two.record.answers()):
                     await trio.sleep(0.01)
@@ -316,6 +326,7 @@ async def test_a_server_that_stopped_reading_does_not_keep_the_others_from_new_r
         async with serve(good) as two:
             servers = {"deaf": stdio("deaf_flood", "--count", 0), "two": two.target}
             async with ConnectionManager(servers, roots=["file:///old"]) as manager:
+                await manager.wait_ready()
                 # Fill the deaf server's pipe, so that nothing more reaches it.
                 with pytest.raises(RequestTimeout):
                     await manager.connection("deaf").notify(

@@ -66,6 +66,7 @@ async def test_tools_of_every_server_under_unambiguous_names(
             async with ConnectionManager(
                 servers, reconnect=POLICY, versions=["2025-11-25"]
             ) as manager:
+                await manager.wait_ready()
                 listing = await manager.list_tools()
                 assert listing.names() == [
                     "alpha__echo",
@@ -126,6 +127,7 @@ async def test_an_unknown_name_is_looked_up_once_more_then_refused(
     with trio.fail_after(60):
         async with serve(script) as server:
             async with ConnectionManager({"s": server.target}) as manager:
+                await manager.wait_ready()
                 assert (await manager.list_tools()).names() == ["s__echo"]
                 with pytest.raises(UnknownTool) as unknown:
                     await manager.call_tool("s__nope", {})
@@ -154,6 +156,7 @@ async def test_pagination_never_loops_and_keeps_what_it_read(
         async with serve(looping) as loop, serve(broken) as bad, serve(erroring) as err:
             servers = {"loop": loop.target, "bad": bad.target, "err": err.target}
             async with ConnectionManager(servers) as manager:
+                await manager.wait_ready()
                 listing = await manager.list_tools()
             for server in (loop, bad, err):
                 await server.wait_done()
@@ -181,6 +184,7 @@ async def test_endless_new_cursors_stop_at_the_page_limit(
     with trio.fail_after(60):
         async with serve(script) as server:
             async with ConnectionManager({"s": server.target}) as manager:
+                await manager.wait_ready()
                 tools, error = await list_server_tools(manager.connection("s"), max_pages=3)
             await server.wait_done()
     assert tools == []

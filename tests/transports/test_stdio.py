@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 import signal
@@ -502,6 +503,7 @@ async def test_a_missing_program_raises_spawn_error_and_leaves_nothing(tmp_path:
     assert error.reason == "spawn-failed"
     assert "No such file or directory" in error.message
     assert "ENOENT" in error.message
+    assert error.permanent  # a reconnect policy never retries it
     assert secret_program.name not in str(error)
     assert REDACTION_MARK in str(error)
     assert error.__cause__ is None
@@ -522,8 +524,25 @@ async def test_a_program_without_execute_permission_raises_spawn_error(tmp_path:
     script.chmod(0o600)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
-            with pytest.raises(SpawnError, match="Permission denied"):
+            with pytest.raises(SpawnError, match="Permission denied") as info:
                 await spawn(nursery, StdioTarget.of([str(script)]))
+    assert info.value.permanent
+
+
+async def test_a_spawn_that_lacks_resources_is_not_permanent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Too many open files may pass: unlike a wrong path, that one is retried."""
+
+    async def exhausted(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(trio.lowlevel, "open_process", exhausted)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            with pytest.raises(SpawnError, match="EMFILE") as info:
+                await spawn(nursery, python("pass"))
+    assert not info.value.permanent
 
 
 async def test_a_missing_working_directory_raises_spawn_error(tmp_path: Path) -> None:
@@ -537,6 +556,7 @@ async def test_a_missing_working_directory_raises_spawn_error(tmp_path: Path) ->
             with pytest.raises(SpawnError, match="working directory"):
                 await spawn(nursery, python("pass", cwd=str(file_cwd)))
     assert "nowhere" in str(info.value)
+    assert info.value.permanent
 
 
 async def test_a_bad_stderr_bound_is_refused_before_spawning() -> None:
