@@ -3,10 +3,14 @@ each test one exchange at its prompt (docs/cli.md, "mcpl-host shell")."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+from mcpl_host.cli.shell.commands import HELP
 
 from .shellterm import Terminal
 
@@ -129,3 +133,10 @@ def test_help_and_servers(shell: Terminal) -> None:
 def test_exit_closes_the_server_and_ends_with_status_0(shell: Terminal) -> None:
     assert shell.leave() == 0
     assert "[demo] closed" in shell.seen()
+
+
+def test_the_docs_list_every_command() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    section = page.split("## `mcpl-host shell`", 1)[1].split("\n## ", 1)[0]
+    for synopsis, what in HELP.values():
+        assert re.search(rf"\n{re.escape(synopsis)} +{re.escape(what)}\n", section), synopsis
