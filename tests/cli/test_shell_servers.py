@@ -4,13 +4,16 @@ server-everything, on a real pseudo-terminal; and what it says when it cannot ru
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
+
+import pexpect
 
 from tests.interop.servers import everything
 
 from .helpers import run, server
-from .shellterm import Terminal
+from .shellterm import WAIT, Terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,7 +59,12 @@ def test_requests_are_answered_from_the_start_flags(tmp_path: Path) -> None:
         shell.expect("hello, Flagged")
         shell.line("call demo__ask what=roots")
         shell.expect("roots: file:///srv/flagged")
-        assert shell.leave() == 0
+        # SIGTERM: the servers closed as by exit, the status 128+15.
+        shell.child.kill(signal.SIGTERM)
+        shell.child.expect(pexpect.EOF, timeout=WAIT)
+        shell.child.close()
+        assert shell.child.exitstatus == 143
+        assert "[demo] closed" in str(shell.child.before)
     finally:
         shell.close()
 
@@ -137,3 +145,46 @@ def test_without_a_terminal_it_says_so() -> None:
     done = run("shell", "--demo")
     assert done.returncode == 2
     assert "the shell needs a terminal" in done.stderr
+
+
+# Asks for a sampled message a moment after the handshake, while nothing runs, and
+# logs what it got.
+ASKER = """\
+import time
+request = read_initialize()
+initialized(request, capabilities={"logging": {}})
+for line in sys.stdin:
+    message = json.loads(line)
+    if refused_discover(message):
+        continue
+    if message.get("method") == "notifications/initialized":
+        time.sleep(0.8)
+        send({"jsonrpc": "2.0", "id": "ask-1", "method": "sampling/createMessage", "params": {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Idle question"}}],
+            "maxTokens": 5}})
+    elif message.get("id") == "ask-1":
+        said = message["result"]["content"]["text"]
+        send({"jsonrpc": "2.0", "method": "notifications/message",
+              "params": {"level": "info", "data": "got " + said}})
+    elif "id" in message and "method" in message:
+        send({"jsonrpc": "2.0", "id": message["id"],
+              "error": {"code": -32601, "message": "Method not found"}})
+"""
+
+
+def test_a_request_that_comes_while_idle_interrupts_the_prompt_and_keeps_the_typing(
+    tmp_path: Path,
+) -> None:
+    shell = Terminal("--", *server(tmp_path, "asker", ASKER))
+    try:
+        shell.expect(r"\[python\d*(\.\d+)?\] (connected|ready): test-server")
+        shell.send("too")  # half a command, when the question comes
+        shell.expect("Idle question")
+        shell.expect(r"reply \(empty: decline\)>")
+        shell.line("fine")
+        shell.expect(r"log info: got fine")
+        shell.line("ls")  # the prompt came back with "too" on it: "tools"
+        shell.expect(r"\(no tools\)")
+        assert shell.leave() == 0
+    finally:
+        shell.close()
