@@ -127,7 +127,7 @@ def test_help_and_servers(shell: Terminal) -> None:
     shell.line("help")
     shell.expect(r"call TOOL \[KEY=VALUE \.\.\.\]")
     shell.line("servers")
-    shell.expect(r"demo +(connected|ready) +mcpl-host-demo 1\.0\.0 +protocol 2025-11-25")
+    shell.expect(r"demo +ready +mcpl-host-demo 1\.0\.0 +protocol 2025-11-25")
 
 
 def test_exit_closes_the_server_and_ends_with_status_0(shell: Terminal) -> None:

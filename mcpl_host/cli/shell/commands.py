@@ -159,6 +159,8 @@ class Commands:
                 parts.append(f"protocol {s.safe(status.protocol_version, 32)}")
             if status.error is not None:
                 parts.append(s.style.bad(s.safe(str(status.error))))
+            if status.state == "failed":
+                parts.append(s.style.dim("retrying" if status.retrying else "not retried"))
             s.write("  ".join(parts))
 
     async def _listing(self, kinds: tuple[str, ...], line: Line) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -112,8 +113,13 @@ class _Session:
             with contextlib.suppress(Exception):
                 found = await self.data.refresh()
                 for server in sorted(stale):
+                    error = found.errors.get(server)
+                    if error is not None:
+                        said = self.screen.safe(error)
+                        self.screen.note(server, self.screen.style.bad(f"not listed: {said}"))
+                        continue
                     counts = found.count(server)
-                    if counts != self._counts.get(server) and server not in found.errors:
+                    if counts != self._counts.get(server):
                         self._counts[server] = counts
                         self.screen.note(server, _counted(counts))
 
@@ -150,7 +156,7 @@ class _Session:
             self.screen.style.dim(f"connecting to {self.screen.safe(names)}; type help")
         )
         if options.trace:
-            self.watch.trace(True, __import__("sys").stdout)
+            self.watch.trace(True, sys.stdout)
         async with aio.ConnectionManager(dict(self.servers), **manager_options) as manager:
             self.data = Data(manager)
             self._entered.set()

@@ -69,20 +69,19 @@ class Watch:
         if self._last.get(status.name) == said:
             return  # another failed attempt for the same reason: said once
         self._last[status.name] = said
-        paint = s.style.good if status.state in ("connected", "ready") else s.style.bad
+        paint = s.style.good if state == "ready" else s.style.bad
         if state in ("connecting", "closed", "disabled"):
             paint = s.style.dim
         text = paint(state)
-        if status.state in ("connected", "ready"):
+        if state == "ready":
             info = status.server_info or {}
             name = s.safe(f"{info.get('name', '?')} {info.get('version', '')}".strip(), 200)
             text += f": {name}, protocol {s.safe(status.protocol_version or '?', 32)}"
             self._changed(status.name)
         elif status.error is not None:
             text += f": {s.safe(str(status.error))}"
-        retry = getattr(status, "retrying", None)
-        if state == "failed" and retry is not None:
-            text += s.style.dim(" (will retry)" if retry else " (not retried)")
+        if state == "failed":
+            text += s.style.dim(" (will retry)" if status.retrying else " (not retried)")
         s.note(status.name, text)
 
     def on_event(self, server: str, event: Event) -> None:
