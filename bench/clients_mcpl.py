@@ -6,8 +6,8 @@
   calls in the main thread, 64 in flight as 64 threads sharing the calls (how a
   synchronous program gets concurrency);
 - ``mcpl_host-manager``: ``ConnectionManager({"s": target})`` on trio, every call through
-  ``manager.call_tool("s__echo", ...)`` (the catalogue's name; the result is the plain
-  JSON of the answer, or a typed result should the manager give one). Its handshake is
+  ``manager.call_tool("s__echo", ...)`` (the catalogue's name; a typed CallToolResult,
+  checked as Connection.call_tool checks it). Its handshake is
   the manager's start: up once the server is connected.
 
 Each imports its library inside the function, after the clock of the import column
@@ -111,9 +111,7 @@ def child_manager(setup: Setup) -> None:
 
     async def echo(manager: Any, text: str) -> str:
         result = await manager.call_tool("s__echo", {"text": text})
-        if isinstance(result, dict):  # the answer's plain JSON, as of this writing
-            return str(result["content"][0]["text"])
-        return str(result.text)  # a typed result, should the manager give one
+        return str(result.text)
 
     trio.run(_connect_and_measure, report, setup, connect, echo, trio.open_nursery)
 

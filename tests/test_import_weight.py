@@ -53,7 +53,7 @@ async def main():
     async with ConnectionManager({{"demo": DEMO}}) as manager:
         await manager.wait_ready()
         result = await manager.call_tool("demo__echo", {{"text": "hi"}})
-        assert result["content"][0]["text"] == "hi", result
+        assert result.text == "hi", result
     loaded["manager"] = [m for m in HEAVY if m in sys.modules]
 
 trio.run(main)

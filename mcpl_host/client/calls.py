@@ -154,6 +154,14 @@ class ClientCalls(abc.ABC):
 
         return await in_trio(rounds)  # the hooks and the backoff between rounds wait in trio
 
+    def list_generation(self, kind: ListKind) -> int:
+        """A number that changes whenever the cached list of ``kind`` (``tools``,
+        ``resources``, ``resource_templates``, ``prompts``) is dropped: the server said
+        it changed, the transport was replaced, a 2026-07-28 listen had a gap. What a
+        caller keeping something made from a list compares to know it may be stale (a
+        list that only outlived its ``ttlMs`` keeps its number)."""
+        return self._lists.generation(kind)
+
     @property
     def max_list_items(self) -> int:
         """The most items one listing collects across its pages (the option)."""

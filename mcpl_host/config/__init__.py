@@ -20,7 +20,8 @@ transport. Variables are expanded in every string the host uses (:mod:`._expand`
 
 Modules: :mod:`._file` (a file: its format, inputs, warnings), :mod:`._entry` (one
 server), :mod:`._keys` (its keys), :mod:`._expand` (variables), :mod:`._envfile`,
-:mod:`._jsonc`, :mod:`._auth`, :mod:`._discover` (the clients' files on this machine).
+:mod:`._jsonc`, :mod:`._auth`, :mod:`._discover` (the clients' files on this machine),
+:mod:`._filter` (what of a server the manager's catalogue shows).
 
 Every error names the file and the key, never a header value, a token or a secret.
 """
@@ -39,6 +40,7 @@ from ._file import (
     parse_document,
     read_config,
 )
+from ._filter import CatalogueFilter
 from ._keys import IGNORED_KEYS
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "MAX_CONFIG_BYTES",
     "TOKEN_ENDPOINT_AUTH_METHODS",
     "AuthSpec",
+    "CatalogueFilter",
     "ConfigFile",
     "InputResolver",
     "InputSpec",

@@ -24,6 +24,7 @@ from ..transports.targets import HttpTarget, StdioTarget, Target, WebSocketTarge
 from ._auth import AuthSpec, parse_auth
 from ._envfile import MAX_ENV_FILE_BYTES, parse_env_file
 from ._expand import Expander, Unresolved
+from ._filter import ADMITS_ALL, CatalogueFilter, parse_filter
 from ._keys import STDIO_ONLY, check_shapes, declared_type, ignored, unknown_keys
 
 __all__ = ["EntryContext", "ServerConfig", "parse_entry"]
@@ -40,6 +41,8 @@ class ServerConfig:
     the entry uses has no value, its ``envFile`` cannot be read). ``auth`` is the
     entry's ``auth`` (None when it has none). ``kind`` is what the entry is: ``stdio``,
     ``http``, ``sse``, ``ws``, ``tcp`` or ``unix`` (None when a problem hides it).
+    ``filter`` is what of its tools, resources and prompts the manager's catalogue
+    shows (the entry's ``includeTools``, ``excludeTools``, ... keys).
     """
 
     name: str
@@ -50,6 +53,7 @@ class ServerConfig:
     auth: AuthSpec | None = None
     kind: str | None = None
     expanded_secrets: tuple[str, ...] = field(default=(), repr=False)
+    filter: CatalogueFilter = ADMITS_ALL
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -110,6 +114,7 @@ def parse_entry(
     if declared not in (None, "stdio") and has_command:
         raise ConfigurationError(f"{where}: type {entry['type']} needs a url, not a command")
     check_shapes(entry, where, url_key)
+    catalogue_filter = parse_filter(entry, where)
     if has_command:
         _refuse_keys(entry, where, ("headers", "auth"), "servers with a url")
         warnings += ignored(entry, ctx.source, key, ("token",), "ws(s):// servers")
@@ -134,15 +139,17 @@ def parse_entry(
     secrets = tuple(expander.secrets)
     if has_command:
         config, more = _stdio(name, expanded, where, at, ctx, secrets)
-        return _with(config, disabled), warnings + more
+        return _with(config, disabled, catalogue_filter), warnings + more
     config = _remote(name, expanded, expanded[url_key], declared, where, at, ctx, secrets)
     if config.kind != "ws":
         warnings += ignored(entry, ctx.source, key, ("token",), "ws(s):// servers")
-    return _with(config, disabled), warnings
+    return _with(config, disabled, catalogue_filter), warnings
 
 
-def _with(config: ServerConfig, disabled: bool) -> ServerConfig:
-    return replace(config, disabled=True) if disabled else config
+def _with(config: ServerConfig, disabled: bool, catalogue_filter: CatalogueFilter) -> ServerConfig:
+    if disabled:
+        config = replace(config, disabled=True)
+    return config if catalogue_filter.admits_all else replace(config, filter=catalogue_filter)
 
 
 class _Problem(Exception):

@@ -9,6 +9,7 @@ from typing import Any, Final
 
 from ..protocol.errors import ConfigurationError
 from ._auth import PLAIN_KEY
+from ._filter import FILTER_KEYS
 
 __all__ = [
     "IGNORED_KEYS",
@@ -33,6 +34,7 @@ USED_KEYS: Final = (
     "token",
     "auth",
     "disabled",
+    *FILTER_KEYS,
 )
 # Keys the clients define for themselves (tool approval, timeouts, their UI, sandboxing,
 # their own OAuth settings): read quietly, not used.
@@ -44,9 +46,7 @@ IGNORED_KEYS: Final = frozenset(
         "dev",
         "disabledTools",
         "enabledTools",
-        "excludeTools",
         "gallery",
-        "includeTools",
         "name",
         "oauth",
         "sandbox",

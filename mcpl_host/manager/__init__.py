@@ -2,31 +2,57 @@
 
 :class:`ConnectionManager` keeps one :class:`~mcpl_host.Connection` per configured
 server, retries first connects, reports a :class:`ServerStatus` per server, and
-aggregates their tools under unambiguous names. One server's failure never reaches the
+gathers their tools, resources, resource templates and prompts into one catalogue under
+unambiguous names. One server's failure never reaches the
 others, nor the caller of ``async with``.
 """
 
 from __future__ import annotations
 
+from ..config import CatalogueFilter
 from ._manager import DEFAULT_RECONNECT, ConnectionManager
 from ._server import ManagerEventCallback
 from ._specs import ServerSpec
-from .errors import ServerUnavailable, UnknownServer, UnknownTool
-from .naming import TOOL_SEPARATOR, ToolEntry, qualify
+from .entries import (
+    Catalogue,
+    Listing,
+    PromptEntry,
+    ResourceEntry,
+    ResourceTemplateEntry,
+    ToolEntry,
+)
+from .errors import (
+    ServerUnavailable,
+    UnknownName,
+    UnknownPrompt,
+    UnknownResource,
+    UnknownServer,
+    UnknownTool,
+)
+from .naming import SEPARATOR, TOOL_SEPARATOR, Named, qualify
 from .status import ServerState, ServerStatus
-from .tools import ToolListing
 
 __all__ = [
     "DEFAULT_RECONNECT",
+    "SEPARATOR",
     "TOOL_SEPARATOR",
+    "Catalogue",
+    "CatalogueFilter",
     "ConnectionManager",
+    "Listing",
     "ManagerEventCallback",
+    "Named",
+    "PromptEntry",
+    "ResourceEntry",
+    "ResourceTemplateEntry",
     "ServerSpec",
     "ServerState",
     "ServerStatus",
     "ServerUnavailable",
     "ToolEntry",
-    "ToolListing",
+    "UnknownName",
+    "UnknownPrompt",
+    "UnknownResource",
     "UnknownServer",
     "UnknownTool",
     "qualify",

@@ -16,7 +16,7 @@ from ..client.connection import Connection, TransportFactory
 from ..client.hooks import ElicitationHook, SamplingHook, as_roots
 from ..client.pagination import DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_ITEMS
 from ..client.types import Root
-from ..config import ServerConfig, read_config
+from ..config import CatalogueFilter, ServerConfig, read_config
 from ..driver.core import (
     DEFAULT_INITIALIZE_TIMEOUT,
     DEFAULT_MAX_OWED_ANSWERS,
@@ -29,16 +29,16 @@ from ..driver.reconnect import Reconnect
 from ..driver.responder import Handler
 from ..events import EventCallback
 from ..protocol.batch import DEFAULT_MAX_BATCH_ENTRIES
-from ..protocol.errors import ConfigurationError, McplHostError, RequestTimeout
+from ..protocol.errors import ConfigurationError, RequestTimeout
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.profiles import validate_allowlist
 from ..transports.targets import Target
+from ._catalogue import CatalogueMethods
 from ._server import ManagedServer, ManagerEventCallback
 from ._specs import ServerSpec, managed_server
-from .errors import ServerUnavailable, UnknownServer, UnknownTool
-from .naming import TOOL_SEPARATOR, ToolEntry
+from .errors import ServerUnavailable, UnknownServer
+from .naming import SEPARATOR
 from .status import ServerStatus
-from .tools import ToolListing, gather_tools
 
 if TYPE_CHECKING:
     from ..auth.flow import OAuth
@@ -50,7 +50,7 @@ _log = get_logger("mcpl_host.manager")
 DEFAULT_RECONNECT: Final = Reconnect()
 
 
-class ConnectionManager(OwnsNursery):
+class ConnectionManager(OwnsNursery, CatalogueMethods):
     """Connections to many servers, each supervised in its own task.
 
     ``servers`` maps names to :data:`ServerSpec` values, or is the path of a config
@@ -75,7 +75,10 @@ class ConnectionManager(OwnsNursery):
     called synchronously and must be quick; an exception from either is logged.
     ``on_wire(name, direction, line)`` is each connection's ``on_wire`` with its
     server's name (raw lines: a trace must escape, cut and redact them).
-    ``tool_separator`` joins server and tool in aggregated tool names.
+    ``separator`` joins a server's name and an item's own key in catalogue names
+    (:mod:`mcpl_host.manager.naming`). ``filters`` maps server names to the
+    :class:`~mcpl_host.config.CatalogueFilter` of what of theirs the catalogue shows,
+    in place of their config entry's.
     """
 
     def __init__(
@@ -103,13 +106,15 @@ class ConnectionManager(OwnsNursery):
         on_event: ManagerEventCallback | None = None,
         on_status: Callable[[ServerStatus], None] | None = None,
         on_wire: Callable[[str, str, bytes], None] | None = None,
-        tool_separator: str = TOOL_SEPARATOR,
+        separator: str = SEPARATOR,
+        filters: Mapping[str, CatalogueFilter] | None = None,
         auth: OAuth | None = None,
     ) -> None:
         """Raises :class:`~mcpl_host.ConfigurationError` when the config file cannot be
         read or is malformed as a whole, for an unknown revision in ``versions``, or an
-        empty ``tool_separator``; ``TypeError`` for a server given as something else
-        than a :data:`ServerSpec`. A server's own trouble (a bad target string, a
+        empty ``separator``, or ``filters`` naming a server not configured;
+        ``TypeError`` for a server given as something else than a :data:`ServerSpec`,
+        or a filter that is not a CatalogueFilter. A server's own trouble (a bad target string, a
         ``problem`` in its config entry) is not raised: that server is ``failed``."""
         if isinstance(servers, (str, os.PathLike)):
             loaded = read_config(servers)
@@ -117,8 +122,8 @@ class ConnectionManager(OwnsNursery):
                 _log.warning("config file warning", warning=warning)
             servers = loaded.servers
         validate_allowlist(versions)  # once for all: every server would refuse it
-        if not tool_separator:
-            raise ConfigurationError("tool_separator must not be empty")
+        if not separator:
+            raise ConfigurationError("separator must not be empty")
         # Checked against Connection's signature here, once, rather than per attempt.
         self._new_connection = functools.partial(
             Connection,
@@ -142,7 +147,7 @@ class ConnectionManager(OwnsNursery):
             reconnect=reconnect,
         )
         self._on_wire = on_wire
-        self._separator = tool_separator
+        self._separator = separator
         # What a config entry's variables, inputs and files gave it (a token in its
         # args, say): masked in that server's logs as the manager's own secrets are.
         self._secrets = {
@@ -164,7 +169,7 @@ class ConnectionManager(OwnsNursery):
         }
         self._on_status = on_status
         self._changed = trio.Event()  # set and replaced on every status change
-        self._routes: dict[str, ToolEntry] = {}
+        self._init_catalogue(_filters(servers, filters or {}))
         self._running = False
         self._closing = False
         self._closed = trio.Event()
@@ -280,7 +285,8 @@ class ConnectionManager(OwnsNursery):
 
     def connection(self, name: str) -> Connection:
         """The server's Connection, when it is ``ready`` or ``reconnecting`` (a
-        request made then waits, within its timeout, for the new transport).
+        request made then waits, within its timeout, for the new transport). It is the
+        raw way to the server: its lists and calls are not filtered by the catalogue.
 
         Raises :class:`UnknownServer`, or :class:`ServerUnavailable` (a
         :class:`~mcpl_host.ConnectionClosed`) carrying the state and the last error.
@@ -351,63 +357,19 @@ class ConnectionManager(OwnsNursery):
         except KeyError:
             raise UnknownServer(name) from None
 
-    # -- tools ---------------------------------------------------------------------------
 
-    async def list_tools(self, *, timeout: float | None = None) -> ToolListing:
-        """Every connected server's tools, pagination followed, concurrently, each under
-        an aggregated name (``server__tool``; see :mod:`mcpl_host.manager.naming`).
-
-        Servers that are not connected, or whose listing failed, are in the result's
-        ``errors``; nothing is raised for them. ``timeout`` bounds each page's request
-        (default: the request timeout). The names are remembered for :meth:`call_tool`.
-        """
-        servers: dict[str, Connection | McplHostError] = {}
-        for name, server in self._servers.items():
-            status = server.status
-            if status.state == "ready" and server.connection is not None:
-                servers[name] = server.connection
-            else:
-                servers[name] = ServerUnavailable(name, status.state, status.error)
-        listing = await gather_tools(servers, timeout=timeout, separator=self._separator)
-        self._routes = {entry.name: entry for entry in listing.tools}
-        return listing
-
-    async def call_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        on_progress: Any = None,
-        progress_resets_timeout: bool = False,
-        max_timeout: float | None = None,
-        rebind: bool | None = None,
-    ) -> Any:
-        """Call the tool with aggregated name ``name`` on its server, under the server's
-        own name for it (``arguments`` left out when None); return the result (a tool's
-        own failure is a result with ``isError``, not an exception).
-
-        A name the last :meth:`list_tools` did not give is looked up once more with a
-        fresh listing. Raises :class:`UnknownTool` when it is still not there, what
-        :meth:`connection` raises when its server is down, and what
-        :meth:`mcpl_host.Connection.request` raises.
-        """
-        entry = self._routes.get(name)
-        if entry is None:
-            await self.list_tools(timeout=timeout)
-            entry = self._routes.get(name)
-            if entry is None:
-                raise UnknownTool(name)
-        params: dict[str, Any] = {"name": entry.tool}
-        if arguments is not None:
-            params["arguments"] = dict(arguments)
-        return await self.request(
-            entry.server,
-            "tools/call",
-            params,
-            timeout=timeout,
-            on_progress=on_progress,
-            progress_resets_timeout=progress_resets_timeout,
-            max_timeout=max_timeout,
-            rebind=rebind,
-        )
+def _filters(
+    servers: Mapping[str, ServerSpec], given: Mapping[str, CatalogueFilter]
+) -> dict[str, CatalogueFilter]:
+    """Each server's catalogue filter: the one given for it, else its config entry's."""
+    for name, value in given.items():
+        if name not in servers:
+            raise ConfigurationError(f"filters names {name!r}, which is not a configured server")
+        if not isinstance(value, CatalogueFilter):
+            raise TypeError(f"filters[{name!r}] must be a CatalogueFilter")
+    found = {
+        name: spec.filter
+        for name, spec in servers.items()
+        if isinstance(spec, ServerConfig) and not spec.filter.admits_all
+    }
+    return {**found, **given}

@@ -79,7 +79,7 @@ def test_two_connections_share_one_trio_run_and_a_manager_works_too() -> None:
             listing = await manager.list_tools()
             assert {"one__echo", "two__echo"} <= set(listing.names())
             answer = await manager.call_tool("two__echo", {"text": "x"})
-            assert answer["content"] == [{"type": "text", "text": "x"}]
+            assert answer.text == "x"
 
     run(main)
 

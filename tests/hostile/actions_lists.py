@@ -51,7 +51,7 @@ async def big_pages_manager(probe: Probe, p: dict[str, Any]) -> None:
             "list_tools", partial(m.list_tools, timeout=p["timeout"]), timeout=p["timeout"]
         )
         if listing is not None:
-            probe.extra["tools"] = len(listing.tools)
+            probe.extra["tools"] = len(listing.entries)
             error = listing.errors.get("big")
             if error is not None:  # the manager reports a server's failure, never raises
                 probe.calls["list_tools"].update(

@@ -63,11 +63,11 @@ async def test_a_config_file_with_good_missing_disabled_and_unreachable_servers(
 
             listing = await manager.list_tools()
             assert {"demo__echo", "demo__add"} <= set(listing.names())
-            assert {entry.server for entry in listing.tools} == {"demo"}
+            assert {entry.server for entry in listing.entries} == {"demo"}
             assert list(listing.errors) == ["missing", "off", "remote"]
             assert all(isinstance(e, ServerUnavailable) for e in listing.errors.values())
             result = await manager.call_tool("demo__add", {"a": 2, "b": 40})
-            assert result["content"][0]["text"] == "42"
+            assert result.structured_content == {"sum": 42}
             transport = manager.connection("demo").transport
             assert isinstance(transport, StdioTransport)
             pid = transport.process.pid

@@ -1,21 +1,18 @@
-"""Aggregated tool names, pure: prefixes, collisions, stability."""
+"""Catalogue names, pure: prefixes, collisions, stability (the same rule for every
+kind: a tool's or prompt's name, a resource's URI, a template's uriTemplate)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
-from mcpl_host.manager import qualify
+from mcpl_host.manager import Named, qualify
 
 
-def _tools(*names: str) -> list[tuple[str, bytes]]:
-    return [(name, msgspec.json.encode({"name": name})) for name in names]
+def _tools(*names: str) -> list[str]:
+    return list(names)
 
 
-def _names(
-    servers: list[str], listings: dict[str, list[tuple[str, bytes]]], **kw: Any
-) -> list[str]:
+def _names(servers: list[str], listings: dict[str, list[str]], **kw: Any) -> list[str]:
     return [entry.name for entry in qualify(servers, listings, **kw)]
 
 
@@ -33,7 +30,7 @@ def test_a_collision_suffixes_every_member_by_its_servers_place() -> None:
     servers = ["a", "other", "a__b"]
     listings = {"a": _tools("b__c", "d"), "a__b": _tools("c"), "other": _tools("c")}
     entries = qualify(servers, listings)
-    assert [(e.name, e.server, e.tool) for e in entries] == [
+    assert [(e.name, e.server, e.key) for e in entries] == [
         ("a__b__c_1", "a", "b__c"),
         ("a__d", "a", "d"),
         ("other__c", "other", "c"),
@@ -69,3 +66,13 @@ def test_every_name_is_unique_even_when_a_server_lists_one_twice() -> None:
 
 def test_another_separator() -> None:
     assert _names(["a"], {"a": _tools("t")}, separator=".") == ["a.t"]
+
+
+def test_uris_and_templates_are_keys_like_any_other() -> None:
+    servers = ["files", "web"]
+    keys = {"files": ["file:///a.txt", "file:///{path}"], "web": ["https://x/{id}"]}
+    assert qualify(servers, keys) == [
+        Named("files__file:///a.txt", "files", "file:///a.txt"),
+        Named("files__file:///{path}", "files", "file:///{path}"),
+        Named("web__https://x/{id}", "web", "https://x/{id}"),
+    ]

@@ -254,7 +254,7 @@ def test_what_the_constructor_refuses() -> None:
     with pytest.raises(ConfigurationError):
         ConnectionManager({}, versions=["1999-01-01"])
     with pytest.raises(ConfigurationError):
-        ConnectionManager({}, tool_separator="")
+        ConnectionManager({}, separator="")
     with pytest.raises(TypeError, match="server 'x'"):
         ConnectionManager({"x": 42})  # type: ignore[dict-item]
 

@@ -1,4 +1,4 @@
-"""The aggregated tool list: names across servers, collisions, pagination, servers that
+"""The catalogue's tools: names across servers, collisions, pagination, servers that
 are down, and call_tool's routing (memory mode, autojump clock)."""
 
 from __future__ import annotations
@@ -6,12 +6,13 @@ from __future__ import annotations
 import pytest
 import trio
 
-from mcpl_host import ProtocolError, RequestError, VersionError
+from mcpl_host import CallToolResult, ProtocolError, RequestError, TextContent, VersionError
 from mcpl_host.manager import ConnectionManager, ServerUnavailable, UnknownTool
-from mcpl_host.manager.tools import list_server_tools
 from mcpl_host.testing import Script, serve
 
 from .helpers import POLICY, speaking_an_old_revision, text, tool
+
+TOOLS = {"tools": {}}
 
 
 async def test_tools_of_every_server_under_unambiguous_names(
@@ -19,7 +20,7 @@ async def test_tools_of_every_server_under_unambiguous_names(
 ) -> None:
     alpha = (
         Script()
-        .handshake()
+        .handshake(capabilities=TOOLS)
         .expect("tools/list")
         .reply({"tools": [tool("echo"), tool("add")]})
         .expect("tools/call", {"name": "echo", "arguments": {"text": "from alpha"}})
@@ -28,7 +29,7 @@ async def test_tools_of_every_server_under_unambiguous_names(
     )
     beta = (  # two pages, and the same tool name as alpha's
         Script()
-        .handshake()
+        .handshake(capabilities=TOOLS)
         .expect("tools/list")
         .reply({"tools": [tool("echo")], "nextCursor": "page-2"})
         .expect("tools/list", {"cursor": "page-2"})
@@ -38,10 +39,16 @@ async def test_tools_of_every_server_under_unambiguous_names(
         .expect_close()
     )
     # Server "x" with tool "y__z" and server "x__y" with tool "z": both are "x__y__z".
-    x = Script().handshake().expect("tools/list").reply({"tools": [tool("y__z")]}).expect_close()
+    x = (
+        Script()
+        .handshake(capabilities=TOOLS)
+        .expect("tools/list")
+        .reply({"tools": [tool("y__z")]})
+        .expect_close()
+    )
     x_y = (
         Script()
-        .handshake()
+        .handshake(capabilities=TOOLS)
         .expect("tools/list")
         .reply({"tools": [tool("z")]})
         .expect("tools/call", {"name": "z"})
@@ -76,7 +83,7 @@ async def test_tools_of_every_server_under_unambiguous_names(
                     "x__y__z_4",  # suffixed by each server's place in the configuration
                     "x__y__z_5",
                 ]
-                assert [(e.server, e.tool) for e in listing.tools] == [
+                assert [(e.server, e.tool.name) for e in listing.entries] == [
                     ("alpha", "echo"),
                     ("alpha", "add"),
                     ("beta", "echo"),
@@ -84,20 +91,23 @@ async def test_tools_of_every_server_under_unambiguous_names(
                     ("x", "y__z"),
                     ("x__y", "z"),
                 ]
-                assert listing.tools[3].definition == tool(
-                    "sum", annotations={"readOnlyHint": True}
-                )
+                summing = listing.entries[3].tool
+                assert summing.annotations is not None
+                assert summing.annotations.read_only_hint is True
+                assert listing.get("beta__sum") == listing.entries[3]
                 # The server that is down is reported, not raised.
                 assert list(listing.errors) == ["old"]
                 assert isinstance(listing.errors["old"], ServerUnavailable)
                 assert isinstance(listing.errors["old"].__cause__, VersionError)
 
                 result = await manager.call_tool("alpha__echo", {"text": "from alpha"})
-                assert result == text("alpha says hi")
+                assert isinstance(result, CallToolResult)
+                assert result.content == [TextContent(text="alpha says hi")]
                 with pytest.raises(RequestError) as refused:
                     await manager.call_tool("beta__sum", {"a": 1})
                 assert refused.value.code == -32602
-                assert await manager.call_tool("x__y__z_5") == text("z of x__y")
+                z = await manager.call_tool("x__y__z_5")
+                assert z.content == [TextContent(text="z of x__y")]
             for server in (a, b, xs, xys):
                 await server.wait_done()
     first_page, second_page = b.record.requests("tools/list")
@@ -113,7 +123,7 @@ async def test_an_unknown_name_is_looked_up_once_more_then_refused(
 ) -> None:
     script = (
         Script()
-        .handshake()
+        .handshake(capabilities=TOOLS)
         .expect("tools/list")
         .reply({"tools": [tool("echo")]})
         .expect("tools/list")  # call_tool's fresh look, before giving up
@@ -132,7 +142,8 @@ async def test_an_unknown_name_is_looked_up_once_more_then_refused(
                 with pytest.raises(UnknownTool) as unknown:
                     await manager.call_tool("s__nope", {})
                 assert unknown.value.name == "s__nope"
-                assert await manager.call_tool("s__new", {}) == text("new")
+                new = await manager.call_tool("s__new", {})
+                assert new.content == [TextContent(text="new")]
             await server.wait_done()
 
 
@@ -141,16 +152,26 @@ async def test_pagination_never_loops_and_keeps_what_it_read(
 ) -> None:
     looping = (
         Script()
-        .handshake()
+        .handshake(capabilities=TOOLS)
         .expect("tools/list")
         .reply({"tools": [tool("one")], "nextCursor": "again"})
         .expect("tools/list", {"cursor": "again"})
         .reply({"tools": [tool("two"), tool("one"), {"no": "name"}], "nextCursor": "again"})
         .expect_close()
     )
-    broken = Script().handshake().expect("tools/list").reply({"items": []}).expect_close()
+    broken = (
+        Script()
+        .handshake(capabilities=TOOLS)
+        .expect("tools/list")
+        .reply({"items": []})
+        .expect_close()
+    )
     erroring = (
-        Script().handshake().expect("tools/list").reply_error(-32601, "no tools").expect_close()
+        Script()
+        .handshake(capabilities=TOOLS)
+        .expect("tools/list")
+        .reply_error(-32601, "no tools")
+        .expect_close()
     )
     with trio.fail_after(60):
         async with serve(looping) as loop, serve(broken) as bad, serve(erroring) as err:
@@ -169,24 +190,3 @@ async def test_pagination_never_loops_and_keeps_what_it_read(
     assert isinstance(listing.errors["bad"], ProtocolError)
     assert isinstance(listing.errors["err"], RequestError)
     assert list(listing.errors) == ["loop", "bad", "err"]
-
-
-async def test_endless_new_cursors_stop_at_the_page_limit(
-    autojump_clock: trio.abc.Clock,
-) -> None:
-    script = Script().handshake()
-    for page in range(3):
-        params = None if page == 0 else {"cursor": f"c{page}"}
-        script.expect("tools/list", params).reply(
-            {"tools": [tool(f"t{page}")], "nextCursor": f"c{page + 1}"}
-        )
-    script.expect_close()
-    with trio.fail_after(60):
-        async with serve(script) as server:
-            async with ConnectionManager({"s": server.target}) as manager:
-                await manager.wait_ready()
-                tools, error = await list_server_tools(manager.connection("s"), max_pages=3)
-            await server.wait_done()
-    assert tools == []
-    assert isinstance(error, ProtocolError)
-    assert "more than 3 pages" in str(error)

@@ -1,6 +1,8 @@
-"""What the shell reads from the servers, in one place: the catalogue (every ready
-server's tools, resources, resource templates and prompts under catalogue names) and
-the calls routed by those names. The rest of the shell sees plain JSON values only.
+"""What the shell reads from the servers, in one place: the manager's catalogue (every
+usable server's tools, resources, resource templates and prompts under catalogue
+names) and the calls routed by those names. The rest of the shell sees plain JSON
+values only: each item and result as the server sent it (kept raw by the typed
+objects), decoded when shown.
 """
 
 from __future__ import annotations
@@ -9,21 +11,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ...manager import ConnectionManager
-from ...protocol.errors import METHOD_NOT_FOUND, McplHostError, RequestError
+import msgspec
+
+from ...manager import ConnectionManager, Listing
+from ...protocol.errors import McplHostError
 
 __all__ = ["KINDS", "Catalogue", "Data", "Entry"]
 
-SEPARATOR: Final = "__"
-# (kind, list method, result key, the member that is an item's own key)
-KINDS: Final = (
-    ("tools", "tools/list", "tools", "name"),
-    ("resources", "resources/list", "resources", "uri"),
-    ("resourceTemplates", "resources/templates/list", "resourceTemplates", "uriTemplate"),
-    ("prompts", "prompts/list", "prompts", "name"),
-)
-# Pages of one listing followed at most: the connection bounds items and bytes too.
-_MAX_PAGES: Final = 100
+# The kinds, as render.py names them.
+KINDS: Final = ("tools", "resources", "resourceTemplates", "prompts")
 
 Progress = Callable[[float, float | None, str | None], None]
 
@@ -51,7 +47,15 @@ class Catalogue:
         return next((entry for entry in self.of(kind) if entry.name == name), None)
 
     def count(self, server: str) -> dict[str, int]:
-        return {kind: sum(e.server == server for e in self.of(kind)) for kind, *_ in KINDS}
+        return {kind: sum(e.server == server for e in self.of(kind)) for kind in KINDS}
+
+
+def _plain(value: Any) -> Any:
+    """A typed MCP value as the JSON it came as (built ones: as they encode)."""
+    raw = getattr(value, "raw", None)
+    if raw is not None:
+        return msgspec.json.decode(raw)
+    return msgspec.to_builtins(value)
 
 
 class Data:
@@ -63,73 +67,44 @@ class Data:
         self.catalogue = Catalogue()
 
     async def refresh(self) -> Catalogue:
-        """Read every usable server's lists. Raises nothing for a server: its trouble is
-        in ``errors``."""
-        found = Catalogue(entries={kind: [] for kind, *_ in KINDS})
-        for name, status in self._manager.status().items():
-            if not status.usable:
-                continue
-            try:
-                for kind, method, key, own in KINDS:
-                    for item in await self._list(name, method, key):
-                        if isinstance(item, dict):
-                            entry = Entry(f"{name}{SEPARATOR}{item.get(own)}", name, item)
-                            found.entries[kind].append(entry)
-            except McplHostError as exc:
-                found.errors[name] = str(exc)
-        self.catalogue = found
-        return found
-
-    async def _list(self, server: str, method: str, key: str) -> list[Any]:
-        items: list[Any] = []
-        params: dict[str, Any] = {}
-        for _ in range(_MAX_PAGES):
-            try:
-                page = await self._manager.request(server, method, params)
-            except RequestError as exc:
-                if exc.code == METHOD_NOT_FOUND:
-                    return items  # the server does not have this kind
-                raise
-            if not isinstance(page, dict):
-                break
-            got = page.get(key)
-            items += got if isinstance(got, list) else []
-            cursor = page.get("nextCursor")
-            if not isinstance(cursor, str):
-                break
-            params = {"cursor": cursor}
-        return items
-
-    def _route(self, kind: str, name: str) -> Entry:
-        entry = self.catalogue.get(kind, name)
-        if entry is None:
-            raise LookupError(name)
-        return entry
+        """Read the manager's catalogue. Raises nothing for a server: its trouble is in
+        ``errors`` (a server that is not usable is left out without one)."""
+        found = await self._manager.catalogue()
+        listings: dict[str, Listing[Any]] = {
+            "tools": found.tools,
+            "resources": found.resources,
+            "resourceTemplates": found.resource_templates,
+            "prompts": found.prompts,
+        }
+        usable = {name for name, s in self._manager.status().items() if s.usable}
+        shown = Catalogue()
+        for kind, listing in listings.items():
+            shown.entries[kind] = [
+                Entry(entry.name, entry.server, _plain(_item(entry))) for entry in listing.entries
+            ]
+            for server, error in listing.errors.items():
+                if server in usable:
+                    shown.errors.setdefault(server, str(error))
+        self.catalogue = shown
+        return shown
 
     async def call_tool(self, name: str, arguments: dict[str, Any], on_progress: Progress) -> Any:
-        """The tool's result as plain JSON. Raises ``LookupError`` for a name not in the
-        catalogue, and what the manager raises."""
-        entry = self._route("tools", name)
-        params = {"name": entry.item.get("name"), "arguments": arguments}
-        return await self._manager.request(
-            entry.server, "tools/call", params, on_progress=on_progress
-        )
+        """The tool's result as plain JSON. Raises what the manager's call_tool raises
+        (UnknownTool, ServerUnavailable, OutputSchemaError, RequestError...)."""
+        result = await self._manager.call_tool(name, arguments, on_progress=on_progress)
+        return _plain(result)
 
     async def get_prompt(self, name: str, arguments: dict[str, Any]) -> Any:
-        entry = self._route("prompts", name)
-        params = {"name": entry.item.get("name"), "arguments": arguments}
-        return await self._manager.request(entry.server, "prompts/get", params)
+        return _plain(await self._manager.get_prompt(name, arguments))
 
     async def read_resource(self, name_or_uri: str) -> Any:
-        """By catalogue name, or by URI: the server that lists it, else (a template's
-        URI) the server of the one template it fits by prefix, else the only server."""
-        entry = self.catalogue.get("resources", name_or_uri)
-        if entry is not None:
-            server, uri = entry.server, entry.item.get("uri")
-        else:
-            uri = name_or_uri
-            server = self._server_for(name_or_uri)
-        return await self._manager.request(server, "resources/read", {"uri": uri})
+        """By catalogue name; or a URI: on the server that lists it, else on the server
+        of a template it fits by the template's fixed start, else on the only usable
+        server. Raises ``LookupError`` when no server is found for a URI."""
+        if self.catalogue.get("resources", name_or_uri) is not None:
+            return _plain(await self._manager.read_resource(name_or_uri))
+        server = self._server_for(name_or_uri)
+        return _plain(await self._manager.read_resource(name_or_uri, server=server))
 
     def _server_for(self, uri: str) -> str:
         for entry in self.catalogue.of("resources"):
@@ -137,7 +112,7 @@ class Data:
                 return entry.server
         for entry in self.catalogue.of("resourceTemplates"):
             template = str(entry.item.get("uriTemplate", ""))
-            if uri.startswith(template.split("{", 1)[0]) and "{" in template:
+            if "{" in template and uri.startswith(template.split("{", 1)[0]):
                 return entry.server
         servers = [name for name, s in self._manager.status().items() if s.usable]
         if len(servers) == 1:
@@ -145,4 +120,12 @@ class Data:
         raise LookupError(uri)
 
     async def set_level(self, server: str, level: str) -> None:
+        """Raises McplHostError as the manager's request does."""
         await self._manager.request(server, "logging/setLevel", {"level": level})
+
+
+def _item(entry: Any) -> Any:
+    for member in ("tool", "resource", "template", "prompt"):
+        if hasattr(entry, member):
+            return getattr(entry, member)
+    raise McplHostError(f"an entry of no known kind: {type(entry).__name__}")
