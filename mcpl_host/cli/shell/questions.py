@@ -41,6 +41,8 @@ MODEL: Final = "mcpl-host-shell"
 # Requests waiting for the person at most; more are refused at once. (The connection
 # bounds the requests a server has in flight; this bounds what one person faces.)
 MAX_WAITING: Final = 8
+# A sampling request's last messages shown (a server may send thousands).
+MAX_SHOWN: Final = 20
 # The error a refused request gets: MCP's convention for "the user said no".
 DECLINED: Final = -1
 
@@ -189,7 +191,9 @@ class Questions:
         say(self._head(question) + s.style.bold("sampling request") + asked)
         if params.system_prompt:
             say(f"  system: {s.safe(params.system_prompt)}")
-        for message in params.messages:
+        if len(params.messages) > MAX_SHOWN:
+            say(s.style.dim(f"  ({len(params.messages) - MAX_SHOWN} earlier messages not shown)"))
+        for message in params.messages[-MAX_SHOWN:]:
             content = message.content
             said = (
                 s.safe(content.text)
