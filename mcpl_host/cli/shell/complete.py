@@ -39,7 +39,10 @@ class ShellCompleter(Completer):
         if len(words) == 2:
             if command in NAMED:
                 entries = self._data.catalogue.of(NAMED[command])
-                return _matching([e.name for e in entries], current)
+                names = [e.name for e in entries]
+                if command == "read":  # a listed resource's URI reads it too
+                    names += [str(e.item.get("uri")) for e in entries]
+                return _matching(dict.fromkeys(names), current)
             if command == "loglevel":
                 return _matching(self._servers, current)
             return _matching(_CHOICES.get(command, ()), current)
