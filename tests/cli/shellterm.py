@@ -48,9 +48,26 @@ class Terminal:
     def expect(self, pattern: str, timeout: float = WAIT) -> Any:
         try:
             self.child.expect(pattern, timeout=timeout)
-        finally:
-            self._log.append(str(self.child.before) + str(self.child.after))
+        except (pexpect.TIMEOUT, pexpect.EOF):
+            self._log.append(str(self.child.before))
+            tail = self.seen()[-3000:]
+            raise AssertionError(f"{pattern!r} not seen; the screen ends:\n{tail}") from None
+        self._log.append(str(self.child.before) + str(self.child.after))
         return self.child.match
+
+    def expect_all(self, *patterns: str, timeout: float = WAIT) -> None:
+        """Wait until every one of ``patterns`` has been seen, in any order (servers
+        started together come up in any order)."""
+        left = list(patterns)
+        while left:
+            try:
+                index = self.child.expect(left, timeout=timeout)
+            except (pexpect.TIMEOUT, pexpect.EOF):
+                self._log.append(str(self.child.before))
+                tail = self.seen()[-3000:]
+                raise AssertionError(f"{left!r} not seen; the screen ends:\n{tail}") from None
+            self._log.append(str(self.child.before) + str(self.child.after))
+            del left[index]
 
     def seen(self) -> str:
         return _CODES.sub("", "".join(self._log))
