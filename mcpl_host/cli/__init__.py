@@ -1,8 +1,9 @@
 """``mcpl-host``: connect to MCP servers and show what they offer, or make one request.
 
 ``mcpl-host connect [options] TARGET``, ``mcpl-host call [options] --tool NAME
---args JSON TARGET``, ``mcpl-host auth login|status|logout [TARGET]``, ``mcpl-host
-config list [FILE...]`` and ``mcpl-host completion SHELL`` (docs/cli.md).
+--args JSON TARGET``, ``mcpl-host shell [options] TARGET`` (:mod:`.shell`),
+``mcpl-host auth login|status|logout [TARGET]``, ``mcpl-host config list [FILE...]``
+and ``mcpl-host completion SHELL`` (docs/cli.md).
 This package is the only place in mcpl_host that configures logging; its modules each
 do one thing: :mod:`.parser` (the argparse parser), :mod:`.args` (what the command
 line means), :mod:`.targets` (which servers),
@@ -33,7 +34,7 @@ from ..protocol.errors import ConfigurationError
 from ..protocol.profiles import validate_allowlist
 from ..protocol.redact import Redactor
 from ..transports.targets import HttpTarget
-from . import auth, logs
+from . import auth, logs, shell
 from .args import (
     AuthOptions,
     Call,
@@ -127,6 +128,8 @@ def _main(args: list[str], mask: logs.LogMask, interrupts: Interrupts) -> int:
             report, mask.redactor, json=options.json, options=options, interrupts=interrupts
         )
     store = user_store()
+    if options.shell is not None:
+        return shell.main(options, mask.redactor, store, terminal_inputs)
     try:
         if options.versions is not None:
             validate_allowlist(options.versions)

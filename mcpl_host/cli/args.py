@@ -33,6 +33,7 @@ __all__ = [
     "CompletionOptions",
     "ConfigOptions",
     "Options",
+    "ShellFlags",
     "UsageError",
     "parse",
     "secret_values",
@@ -59,6 +60,20 @@ class Call:
 
 
 @dataclass(frozen=True, slots=True)
+class ShellFlags:
+    """What ``mcpl-host shell`` takes besides the target: the servers of ``--config``
+    to open (empty: every enabled one), the answers given up front to the servers'
+    requests (None: asked at the prompt), and the history file."""
+
+    servers: tuple[str, ...] = ()
+    sampling_reply: str | None = None
+    # ("accept", content), ("decline", None) or ("cancel", None)
+    elicitation_reply: tuple[str, dict[str, Any] | None] | None = None
+    roots: tuple[str, ...] | None = None
+    history: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Options:
     """A parsed command line. Exactly one way of naming the target is set."""
 
@@ -78,6 +93,7 @@ class Options:
     all_servers: bool = False
     demo: bool = False
     call: Call | None = None
+    shell: ShellFlags | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +197,7 @@ def parse(
         )
     headers = _headers(sub, ns, os.environ if environ is None else environ)
     call = _call(sub, ns, stdin or _read_stdin) if ns.command == "call" else None
+    shell = _shell(sub, ns) if ns.command == "shell" else None
     return Options(
         command=ns.command,
         json=ns.json,
@@ -193,10 +210,11 @@ def parse(
         url=ns.url,
         stdio=stdio,
         config=ns.config,
-        server=ns.server,
+        server=None if shell is not None else ns.server,
         all_servers=ns.all_servers,
         demo=ns.demo,
         call=call,
+        shell=shell,
     )
 
 
@@ -396,6 +414,30 @@ def _call(
     if flag == "--prompt":
         return Call("prompts/get", {"name": value, "arguments": given}, ns.output)
     return Call("resources/read", {"uri": value}, ns.output)
+
+
+def _shell(sub: argparse.ArgumentParser, ns: argparse.Namespace) -> ShellFlags:
+    reply: tuple[str, dict[str, Any] | None] | None = None
+    given = ns.elicitation_reply
+    if given is not None:
+        if given in ("decline", "cancel"):
+            reply = (given, None)
+        elif given == "-":  # stdin is the shell's terminal
+            sub.error("--elicitation-reply: give a JSON object, @FILE, decline or cancel")
+        else:
+            try:
+                content = arguments(given, (), _read_stdin)
+            except ArgumentsError as exc:
+                message = str(exc).replace("--args", "--elicitation-reply", 1)
+                sub.error(f"{message} (or give decline or cancel)")
+            reply = ("accept", content)
+    return ShellFlags(
+        servers=tuple(ns.server or ()),
+        sampling_reply=ns.sampling_reply,
+        elicitation_reply=reply,
+        roots=None if ns.root is None else tuple(ns.root),
+        history=ns.history,
+    )
 
 
 def secret_values(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> list[str]:

@@ -128,10 +128,17 @@ def _versions(text: str) -> tuple[str, ...]:
     return versions
 
 
-def _add_common(parser: argparse.ArgumentParser, *, many: bool) -> None:
-    """The options both commands take; ``--all`` only where several servers make sense."""
+def _add_common(parser: argparse.ArgumentParser, *, many: bool, interactive: bool = False) -> None:
+    """The options connect, call and shell take; ``--all`` only where several servers
+    make sense. ``interactive`` (shell): no ``--json``, and ``--server`` repeatable
+    (without it, every enabled server of ``--config``)."""
     out = parser.add_argument_group("output")
-    out.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    if interactive:
+        parser.set_defaults(json=False)
+    else:
+        out.add_argument(
+            "--json", action="store_true", help="print exactly one JSON object on stdout"
+        )
     out.add_argument(
         "--trace",
         action="store_true",
@@ -208,11 +215,19 @@ def _add_common(parser: argparse.ArgumentParser, *, many: bool) -> None:
         metavar="FILE",
         help="a config file of Claude Desktop, Claude Code, VS Code, Cursor or Windsurf",
     )
-    where.add_argument(
-        "--server",
-        metavar="NAME",
-        help="the server of --config to use (needed when it has more than one enabled)",
-    )
+    if interactive:
+        where.add_argument(
+            "--server",
+            action="append",
+            metavar="NAME",
+            help="a server of --config to open (repeatable; default: every enabled one)",
+        )
+    else:
+        where.add_argument(
+            "--server",
+            metavar="NAME",
+            help="the server of --config to use (needed when it has more than one enabled)",
+        )
     if many:
         where.add_argument(
             "--all", dest="all_servers", action="store_true", help="every server of --config"
@@ -272,6 +287,7 @@ def build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
         help="save the result's image, audio and blob content, base64-decoded: to PATH "
         "(exactly one such item), or into PATH when it is a directory (one file per item)",
     )
+    _add_shell(commands)
     auth = commands.add_parser(
         "auth",
         help="log in to an HTTP server that needs OAuth, see or forget stored tokens",
@@ -375,6 +391,7 @@ def build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
         "auth status": status,
         "auth logout": logout,
         "completion": completion,
+        "shell": commands.choices["shell"],
     }
 
 
@@ -396,3 +413,46 @@ def _add_auth_common(parser: argparse.ArgumentParser, *, required: bool) -> None
     where.add_argument("url", nargs="?", metavar="URL", help="the server's http(s):// URL")
     where.add_argument("--config", metavar="FILE", help="a client's config file (with --server)")
     where.add_argument("--server", metavar="NAME", help="the server of --config")
+
+
+def _add_shell(commands: argparse._SubParsersAction[_Parser]) -> None:
+    """``mcpl-host shell``: its target options are connect's; the answers to the
+    server's own requests can be given up front (docs/cli.md, "mcpl-host shell")."""
+    shell = commands.add_parser(
+        "shell",
+        help="an interactive session over one or several servers that stay connected",
+        description="Connect, then take commands at a prompt: list and call tools, read "
+        "resources, get prompts, watch notifications and logs, answer the servers' "
+        "sampling, elicitation and roots requests, show the wire trace. Type help at "
+        "the prompt. Needs the shell extra: pip install 'mcpl-host[shell]'.",
+        allow_abbrev=False,
+    )
+    _add_common(shell, many=False, interactive=True)
+    answers = shell.add_argument_group(
+        "answers to the servers' requests (without them, each is asked at the prompt)"
+    )
+    answers.add_argument(
+        "--sampling-reply",
+        metavar="TEXT",
+        help="answer every sampling/createMessage with this text (model mcpl-host-shell)",
+    )
+    answers.add_argument(
+        "--elicitation-reply",
+        metavar="JSON|decline|cancel",
+        help="answer every elicitation/create: accept with this JSON object as the "
+        "content, or decline, or cancel",
+    )
+    answers.add_argument(
+        "--root",
+        action="append",
+        default=None,
+        metavar="URI",
+        help="a root offered to the servers (repeatable; a path is made a file:// URI); "
+        "roots/list is then answered with these, never asked",
+    )
+    shell.add_argument(
+        "--history",
+        metavar="FILE",
+        help="keep the command history in FILE (default: this session only; arguments "
+        "typed may hold secrets)",
+    )

@@ -34,7 +34,9 @@ __all__ = [
     "Style",
     "render_call",
     "render_connect",
+    "render_items",
     "render_many",
+    "render_result",
     "terminal_width",
 ]
 
@@ -489,3 +491,24 @@ def render_many(report: dict[str, Any], redactor: Redactor, style: Style, width:
     failed = sum(1 for server in servers.values() if not _object(server).get("ok"))
     parts.append(f"{len(servers)} servers: {len(servers) - failed} ok, {failed} failed\n")
     return "\n".join(parts)
+
+
+def render_items(
+    key: str, items: list[Any], redactor: Redactor, style: Style, width: int | None
+) -> str:
+    """One listing's rows as ``connect`` shows them (``key``: ``tools``, ``resources``,
+    ``resourceTemplates`` or ``prompts``), without a heading: what the shell prints
+    for its ``tools``, ``resources`` and ``prompts``. Raises nothing."""
+    w = _Writer(redactor, style, width)
+    w.table([_row(w, key, item) for item in items])
+    return w.text() if w.lines else ""
+
+
+def render_result(
+    result: Any, method: str, redactor: Redactor, style: Style, width: int | None
+) -> str:
+    """A result alone, as ``call`` shows it without the lines about the server (the
+    shell's answer to a command). Raises nothing."""
+    w = _Writer(redactor, style, width)
+    _result(w, {"result": result}, method)
+    return "\n".join(w.lines[1:]) + "\n"  # _result opens with a blank line

@@ -73,6 +73,8 @@ class ConnectionManager(OwnsNursery, CatalogueMethods):
     ``on_event(name, event)`` gets every connection event with its server's name;
     ``on_status(status)`` every change of a server's :class:`ServerStatus`. Both are
     called synchronously and must be quick; an exception from either is logged.
+    ``on_wire(name, direction, line)`` is each connection's ``on_wire`` with its
+    server's name (raw lines: a trace must escape, cut and redact them).
     ``separator`` joins a server's name and an item's own key in catalogue names
     (:mod:`mcpl_host.manager.naming`). ``filters`` maps server names to the
     :class:`~mcpl_host.config.CatalogueFilter` of what of theirs the catalogue shows,
@@ -103,6 +105,7 @@ class ConnectionManager(OwnsNursery, CatalogueMethods):
         secrets: tuple[str, ...] = (),
         on_event: ManagerEventCallback | None = None,
         on_status: Callable[[ServerStatus], None] | None = None,
+        on_wire: Callable[[str, str, bytes], None] | None = None,
         separator: str = SEPARATOR,
         filters: Mapping[str, CatalogueFilter] | None = None,
         auth: OAuth | None = None,
@@ -143,6 +146,7 @@ class ConnectionManager(OwnsNursery, CatalogueMethods):
             secrets=secrets,
             reconnect=reconnect,
         )
+        self._on_wire = on_wire
         self._separator = separator
         # What a config entry's variables, inputs and files gave it (a token in its
         # args, say): masked in that server's logs as the manager's own secrets are.
@@ -173,10 +177,12 @@ class ConnectionManager(OwnsNursery, CatalogueMethods):
     def _connect(
         self, name: str, target: Target | str | TransportFactory, on_event: EventCallback
     ) -> Connection:
-        secrets = self._secrets.get(name)
-        if secrets is None:
-            return self._new_connection(target, name=name, on_event=on_event)
-        return self._new_connection(target, name=name, on_event=on_event, secrets=secrets)
+        options: dict[str, Any] = {}
+        if name in self._secrets:
+            options["secrets"] = self._secrets[name]
+        if self._on_wire is not None:
+            options["on_wire"] = functools.partial(self._on_wire, name)
+        return self._new_connection(target, name=name, on_event=on_event, **options)
 
     # -- lifetime ------------------------------------------------------------------------
 

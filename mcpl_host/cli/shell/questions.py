@@ -1,0 +1,319 @@
+"""The servers' own requests to the host (``sampling/createMessage``,
+``elicitation/create``, ``roots/list``), answered by the person at the prompt, or
+from the flags given at start (``--sampling-reply``, ``--elicitation-reply``,
+``--root``).
+
+A request waits in a short queue until the prompt loop asks it (:meth:`Questions.answer`);
+one the server withdraws meanwhile (it cancelled, or its transport ended) is dropped,
+and if it is being asked the question's prompt is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from ...client.hooks import HookContext
+from ...client.types import (
+    CreateMessageParams,
+    CreateMessageResult,
+    ElicitParams,
+    ElicitResult,
+    Root,
+    TextContent,
+)
+from ...driver.responder import ServerRequest
+from ...protocol.errors import INTERNAL_ERROR, RequestError
+from ..args import ShellFlags
+from .screen import Screen
+
+__all__ = ["MODEL", "Ask", "Question", "Questions"]
+
+# The model named in a sampling answer the person typed (or --sampling-reply gave).
+MODEL: Final = "mcpl-host-shell"
+# Requests waiting for the person at most; more are refused at once. (The connection
+# bounds the requests a server has in flight; this bounds what one person faces.)
+MAX_WAITING: Final = 8
+# A sampling request's last messages shown (a server may send thousands).
+MAX_SHOWN: Final = 20
+# The error a refused request gets: MCP's convention for "the user said no".
+DECLINED: Final = -1
+
+Ask = Callable[[str], Awaitable[str]]
+"""Reads one line at a question's prompt (the message may span lines: the request is
+shown in it, so that it is on the screen exactly while it is asked); raises EOFError
+(Ctrl-D) or KeyboardInterrupt (Ctrl-C)."""
+
+
+@dataclass(eq=False, slots=True)
+class Question:
+    """One request waiting for the person."""
+
+    kind: str  # "sampling", "elicitation" or "roots"
+    server: str | None
+    params: Any
+    future: asyncio.Future[Any]
+    withdrawn: bool = False
+
+
+class Questions:
+    """The queue of requests, and the hooks that fill it. ``wake()`` is called when one
+    arrives; ``abort()`` when the one being asked is withdrawn."""
+
+    def __init__(self, screen: Screen, flags: ShellFlags, servers: list[str]) -> None:
+        self.screen = screen
+        self.flags = flags
+        self.waiting: deque[Question] = deque()
+        self.current: Question | None = None
+        self.wake: Callable[[], None] = lambda: None
+        self.abort: Callable[[], None] = lambda: None
+        # roots/list reaches a handler without its server's name: named when only one.
+        self._only = servers[0] if len(servers) == 1 else None
+        self._say: Callable[[str], None] = lambda _text: None
+
+    def options(self) -> dict[str, Any]:
+        """The manager's options that answer the servers' requests."""
+        roots = self.flags.roots
+        options: dict[str, Any] = {
+            "sampling": self._sampling,
+            "elicitation": self._elicitation,
+        }
+        if roots is not None:
+            options["roots"] = [_uri(root) for root in roots]
+        else:
+            # Offered (the capability advertised), each request asked at the prompt.
+            options["roots"] = []
+            options["handlers"] = {"roots/list": self._roots}
+        return options
+
+    # -- the hooks (asyncio coroutines: the manager runs under mcpl_host.aio) -----------
+
+    async def _sampling(self, params: CreateMessageParams, context: HookContext) -> Any:
+        reply = self.flags.sampling_reply
+        if reply is not None:
+            self.screen.note(context.server, "sampling request answered from --sampling-reply")
+            return _sampled(reply)
+        return await self._wait("sampling", context.server, params)
+
+    async def _elicitation(self, params: ElicitParams, context: HookContext) -> Any:
+        given = self.flags.elicitation_reply
+        if given is not None:
+            action, content = given
+            self.screen.note(
+                context.server, f"elicitation request answered from --elicitation-reply: {action}"
+            )
+            return ElicitResult(action=action, content=content)  # type: ignore[arg-type]
+        return await self._wait("elicitation", context.server, params)
+
+    async def _roots(self, request: ServerRequest) -> Any:
+        del request  # asked of the person: the params carry nothing
+        return await self._wait("roots", self._only, None)
+
+    async def _wait(self, kind: str, server: str | None, params: Any) -> Any:
+        if len(self.waiting) >= MAX_WAITING:
+            self.screen.note(
+                server, self.screen.style.bad(f"{kind} request refused: too many waiting")
+            )
+            raise RequestError(INTERNAL_ERROR, "too many requests are waiting for the user")
+        question = Question(kind, server, params, asyncio.get_running_loop().create_future())
+        self.waiting.append(question)
+        self.wake()
+        try:
+            return await question.future
+        except asyncio.CancelledError:
+            question.withdrawn = True
+            if question in self.waiting:
+                self.waiting.remove(question)
+            self.screen.note(server, self.screen.style.dim(f"the {kind} request was withdrawn"))
+            if self.current is question:
+                self.abort()
+            raise
+
+    # -- asking ------------------------------------------------------------------------
+
+    def next(self) -> Question | None:
+        while self.waiting:
+            question = self.waiting.popleft()
+            if not question.withdrawn:
+                return question
+        return None
+
+    async def answer(self, question: Question, read: Ask) -> None:
+        """Ask ``question`` at the prompt and settle it. Ctrl-C or Ctrl-D refuses it
+        (an elicitation: cancels it)."""
+        shown: list[str] = []
+
+        def say(text: str) -> None:
+            shown.append(text)
+
+        async def asked(message: str) -> str:
+            # What the request says opens its first prompt.
+            told = "".join(f"{line}\n" for line in shown)
+            shown.clear()
+            return await read(told + message)
+
+        self._say = say
+        ask: Ask = asked
+        self.current = question
+        try:
+            if question.kind == "sampling":
+                outcome: Any = await self._ask_sampling(question, ask)
+            elif question.kind == "elicitation":
+                outcome = await self._ask_elicitation(question, ask)
+            else:
+                outcome = await self._ask_roots(question, ask)
+        except (EOFError, KeyboardInterrupt):
+            if question.kind == "elicitation":
+                outcome = ElicitResult(action="cancel")
+            else:
+                outcome = RequestError(DECLINED, "the user declined the request")
+        finally:
+            self.current = None
+        if question.future.done():
+            return  # withdrawn while it was asked
+        if isinstance(outcome, RequestError):
+            question.future.set_exception(outcome)
+        else:
+            question.future.set_result(outcome)
+        self.screen.note(question.server, self.screen.style.dim(f"{question.kind} answered"))
+
+    async def _ask_sampling(self, question: Question, ask: Ask) -> Any:
+        s, params, say = self.screen, question.params, self._say
+        assert isinstance(params, CreateMessageParams)
+        asked = f" (maxTokens {params.max_tokens})"
+        say(self._head(question) + s.style.bold("sampling request") + asked)
+        if params.system_prompt:
+            say(f"  system: {s.safe(params.system_prompt)}")
+        if len(params.messages) > MAX_SHOWN:
+            say(s.style.dim(f"  ({len(params.messages) - MAX_SHOWN} earlier messages not shown)"))
+        for message in params.messages[-MAX_SHOWN:]:
+            content = message.content
+            said = (
+                s.safe(content.text)
+                if isinstance(content, TextContent)
+                else s.style.dim(f"[{type(content).__name__}]")
+            )
+            say(f"  {s.safe(message.role, 32)}: {said}")
+        reply = await ask("reply (empty: decline)> ")
+        if not reply.strip():
+            return RequestError(DECLINED, "the user declined the request")
+        return _sampled(reply)
+
+    async def _ask_elicitation(self, question: Question, ask: Ask) -> Any:
+        s, params, say = self.screen, question.params, self._say
+        assert isinstance(params, ElicitParams)
+        said = f": {s.safe(params.message)}"
+        say(self._head(question) + s.style.bold("elicitation request") + said)
+        if params.mode == "url":
+            say(f"  open: {s.safe(params.url or '')}")
+        choice = await _choose(ask, s, say)
+        if choice != "accept":
+            return ElicitResult(action=choice)  # type: ignore[arg-type]
+        if params.mode == "url":
+            return ElicitResult(action="accept")
+        schema = params.requested_schema or {}
+        properties = schema.get("properties")
+        required = schema.get("required")
+        required = required if isinstance(required, list) else []
+        content: dict[str, Any] = {}
+        for key, field in (properties if isinstance(properties, dict) else {}).items():
+            spec = field if isinstance(field, Mapping) else {}
+            while True:
+                text = await ask(f"{s.safe(key, 200)} ({_describe(spec, key in required)})> ")
+                if not text and key not in required:
+                    break
+                try:
+                    content[key] = _convert(text, spec)
+                except ValueError as exc:
+                    say(s.style.bad(str(exc)))
+                    continue
+                break
+        return ElicitResult(action="accept", content=content)
+
+    async def _ask_roots(self, question: Question, ask: Ask) -> Any:
+        s, say = self.screen, self._say
+        who = "" if question.server else " (a server)"
+        say(self._head(question) + s.style.bold("roots request") + who)
+        text = await ask("roots: URIs or paths, space-separated (empty: none)> ")
+        try:
+            words = shlex.split(text)
+        except ValueError:
+            words = text.split()
+        return {"roots": [Root(uri=_uri(word)) for word in words]}
+
+    def _head(self, question: Question) -> str:
+        server = question.server
+        return self.screen.style.dim(f"[{self.screen.safe(server, 64)}] ") if server else ""
+
+
+async def _choose(ask: Ask, s: Screen, say: Callable[[str], None]) -> str:
+    while True:
+        said = (await ask("accept, decline or cancel? [a/d/c] (a)> ")).strip().lower()
+        for action in ("accept", "decline", "cancel"):
+            if said in (action, action[0]) or (not said and action == "accept"):
+                return action
+        say(s.style.bad("type a, d or c"))
+
+
+def _sampled(text: str) -> CreateMessageResult:
+    return CreateMessageResult(role="assistant", content=TextContent(text=text), model=MODEL)
+
+
+def _uri(root: str) -> str:
+    """A root as given: a URI (it has a scheme), else a path made a file:// URI."""
+    scheme, sep, _ = root.partition("://")
+    if sep and scheme.isalpha():
+        return root
+    return Path(root).expanduser().resolve().as_uri()
+
+
+def _describe(spec: Mapping[str, Any], required: bool) -> str:
+    kind = spec.get("type", "string")
+    parts = [str(kind)]
+    enum = spec.get("enum")
+    if isinstance(enum, list):
+        parts = ["one of " + "|".join(str(v) for v in enum)]
+    if required:
+        parts.append("required")
+    else:
+        parts.append("empty: leave out")
+    title = spec.get("description") or spec.get("title")
+    if isinstance(title, str) and title:
+        parts.insert(0, title)
+    return ", ".join(parts)[:300]
+
+
+def _convert(text: str, spec: Mapping[str, Any]) -> Any:
+    """The typed value of a field: its schema's type. Raises ``ValueError`` saying what
+    was expected."""
+    enum = spec.get("enum")
+    if isinstance(enum, list):
+        if text not in [str(v) for v in enum]:
+            raise ValueError("one of: " + ", ".join(str(v) for v in enum))
+        return next(v for v in enum if str(v) == text)
+    kind = spec.get("type")
+    if kind == "boolean":
+        lowered = text.strip().lower()
+        if lowered in ("y", "yes", "true"):
+            return True
+        if lowered in ("n", "no", "false"):
+            return False
+        raise ValueError("yes or no")
+    if kind in ("number", "integer"):
+        try:
+            value = msgspec.json.decode(text.strip())
+        except msgspec.DecodeError:
+            value = None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"a number{' (integer)' if kind == 'integer' else ''}")
+        if kind == "integer" and not float(value).is_integer():
+            raise ValueError("an integer")
+        return int(value) if kind == "integer" else value
+    return text

@@ -1,0 +1,229 @@
+"""The prompt loop: prompt_toolkit on asyncio, the manager under :mod:`mcpl_host.aio`
+(trio as asyncio's guest) in the same thread.
+
+One thing reads the terminal at a time: the command prompt, or a server's question
+(:mod:`.questions`), which interrupts the command prompt (the text typed so far is
+kept) or comes while a command runs. Ctrl-C clears the line at the prompt, cancels the
+running command, and refuses the question being asked; Ctrl-D or ``exit`` leaves,
+closing every server. SIGTERM and SIGHUP leave too (exit 128+N).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Mapping
+from typing import Any, Final
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.formatted_text import ANSI
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.patch_stdout import patch_stdout
+
+from ... import aio
+from ...protocol.redact import Redactor
+from ..args import Options
+from ..failure import signal_status
+from ..run import CLIENT_INFO
+from .commands import Commands
+from .complete import ShellCompleter
+from .data import Data
+from .questions import Questions
+from .screen import Screen
+from .watch import Watch
+
+__all__ = ["run_session"]
+
+_PROMPT: Final = "mcpl> "
+# What ends a prompt that is not a typed line.
+_INTERRUPTED: Final = "\x00interrupted"
+
+
+class _Session:
+    def __init__(self, options: Options, servers: Mapping[str, Any], redactor: Redactor) -> None:
+        assert options.shell is not None
+        self.options = options
+        self.servers = servers
+        self.screen = Screen(redactor)
+        self.questions = Questions(self.screen, options.shell, list(servers))
+        self.questions.wake = self._wake
+        self.questions.abort = self._abort_question
+        self.data: Data | None = None
+        self.watch = Watch(self.screen, self._changed)
+        self.typed: list[str] = []
+        self.running: asyncio.Task[bool] | None = None
+        self.ended: signal.Signals | None = None
+        self._arrived = asyncio.Event()
+        self._entered = asyncio.Event()  # the manager is entered: self.data is set
+        self._refreshing: asyncio.Task[None] | None = None
+        self._stale: set[str] = set()
+        self._counts: dict[str, dict[str, int]] = {}
+        history: History = (
+            InMemoryHistory()
+            if options.shell.history is None
+            else FileHistory(options.shell.history)
+        )
+        self.prompt: PromptSession[str] = PromptSession(history=history)
+        # A question's own prompt: its answers stay out of the command history.
+        self.asking: PromptSession[str] = PromptSession(history=InMemoryHistory())
+
+    # -- terminal ----------------------------------------------------------------------
+
+    def _wake(self) -> None:
+        self._arrived.set()
+        app = self.prompt.app
+        if app.is_running and self.running is None:
+            app.exit(result=_INTERRUPTED)
+
+    def _abort_question(self) -> None:
+        if self.asking.app.is_running:
+            self.asking.app.exit(exception=EOFError())
+
+    async def _ask(self, message: str) -> str:
+        return await self.asking.prompt_async(ANSI(message), handle_sigint=False)
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        if sig == signal.SIGINT:
+            if self.running is not None and not self.running.done():
+                self.running.cancel()
+            return
+        self.ended = sig
+        if self.running is not None:
+            self.running.cancel()
+        for app in (self.prompt.app, self.asking.app):
+            if app.is_running:
+                app.exit(exception=EOFError())
+
+    # -- the catalogue -----------------------------------------------------------------
+
+    def _changed(self, server: str) -> None:
+        """A server became ready or a list changed: read the catalogue again, once at a
+        time (a server cannot make the shell read without end: one pending read)."""
+        self._stale.add(server)
+        if self._refreshing is None or self._refreshing.done():
+            self._refreshing = asyncio.get_running_loop().create_task(self._refresh())
+
+    async def _refresh(self) -> None:
+        await self._entered.wait()  # a server may be ready before the manager returns
+        assert self.data is not None
+        while self._stale:
+            stale, self._stale = self._stale, set()
+            with contextlib.suppress(Exception):
+                found = await self.data.refresh()
+                for server in sorted(stale):
+                    error = found.errors.get(server)
+                    if error is not None:
+                        said = self.screen.safe(error)
+                        self.screen.note(server, self.screen.style.bad(f"not listed: {said}"))
+                        continue
+                    counts = found.count(server)
+                    if counts != self._counts.get(server):
+                        self._counts[server] = counts
+                        self.screen.note(server, _counted(counts))
+
+    # -- the loop ------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        for sig in handled:
+            loop.add_signal_handler(sig, self._on_signal, sig)
+        try:
+            with patch_stdout(raw=True):
+                await self._main()
+        finally:
+            for sig in handled:
+                loop.remove_signal_handler(sig)
+        return 0 if self.ended is None else signal_status(self.ended.name)
+
+    async def _main(self) -> None:
+        options = self.options
+        manager_options = {
+            "versions": options.versions,
+            "client_info": CLIENT_INFO,
+            "initialize_timeout": options.timeout,
+            "request_timeout": options.timeout,
+            "on_event": self.watch.on_event,
+            "on_status": self.watch.on_status,
+            "on_wire": self.watch.on_wire,
+            "secrets": tuple(self.screen.redactor.secrets),
+            **self.questions.options(),
+        }
+        names = ", ".join(self.servers)
+        self.screen.write(
+            self.screen.style.dim(f"connecting to {self.screen.safe(names)}; type help")
+        )
+        if options.trace:
+            self.watch.trace(True, sys.stdout)
+        async with aio.ConnectionManager(dict(self.servers), **manager_options) as manager:
+            self.data = Data(manager)
+            self._entered.set()
+            commands = Commands(manager, self.data, self.screen, self.watch, lambda: self.typed)
+            self.prompt.completer = ShellCompleter(self.data, self.servers)
+            self.prompt.complete_while_typing = False
+            await self._loop(commands)
+            self.screen.write(self.screen.style.dim("closing the servers"))
+            if self._refreshing is not None:
+                self._refreshing.cancel()
+
+    async def _loop(self, commands: Commands) -> None:
+        saved = ""
+        while self.ended is None:
+            question = self.questions.next()
+            if question is not None:
+                await self.questions.answer(question, self._ask)
+                continue
+            self._arrived.clear()
+            try:
+                text = await self.prompt.prompt_async(_PROMPT, default=saved, handle_sigint=False)
+            except KeyboardInterrupt:
+                saved = ""
+                continue
+            except EOFError:
+                return
+            if text == _INTERRUPTED:
+                saved = self.prompt.default_buffer.text
+                continue
+            saved = ""
+            if text.strip():
+                self.typed.append(text)
+            if not await self._command(commands, text):
+                return
+
+    async def _command(self, commands: Commands, text: str) -> bool:
+        """Run one command, answering the questions that come meanwhile. False: leave."""
+        task = asyncio.get_running_loop().create_task(commands.run(text))
+        self.running = task
+        try:
+            while not task.done():
+                self._arrived.clear()
+                arrived = asyncio.ensure_future(self._arrived.wait())
+                await asyncio.wait({task, arrived}, return_when=asyncio.FIRST_COMPLETED)
+                arrived.cancel()
+                while (question := self.questions.next()) is not None:
+                    await self.questions.answer(question, self._ask)
+            try:
+                return task.result()
+            except asyncio.CancelledError:
+                self.screen.write(self.screen.style.bad("cancelled"))
+                return self.ended is None
+        finally:
+            self.running = None
+
+
+def _counted(counts: dict[str, int]) -> str:
+    names = {
+        "tools": ("tool", "tools"),
+        "resources": ("resource", "resources"),
+        "resourceTemplates": ("resource template", "resource templates"),
+        "prompts": ("prompt", "prompts"),
+    }
+    return ", ".join(f"{n} {names[k][0] if n == 1 else names[k][1]}" for k, n in counts.items())
+
+
+def run_session(options: Options, servers: Mapping[str, Any], redactor: Redactor) -> int:
+    """Run the shell over ``servers`` (name -> target) until the person leaves; the
+    exit status (0, or 128+N after a signal)."""
+    return asyncio.run(_Session(options, servers, redactor).run())
