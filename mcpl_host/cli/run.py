@@ -20,13 +20,12 @@ from msgspec import Raw
 
 from .. import __version__
 from ..client.connection import Connection
+from ..client.lists import LISTS, declared, has_none
 from ..client.pagination import list_raw
 from ..events import Event, StderrLine
 from ..protocol.errors import (
-    METHOD_NOT_FOUND,
     AuthorizationRequired,
     McplHostError,
-    RequestError,
 )
 from ..protocol.profiles import era_of
 from ..protocol.redact import Redactor
@@ -39,16 +38,9 @@ from .signals import Interrupts
 from .targets import Planned
 from .trace import WireWatch
 
-__all__ = ["CLIENT_INFO", "LISTS", "Settings", "run_server"]
+__all__ = ["CLIENT_INFO", "Settings", "run_server"]
 
 CLIENT_INFO: Final = {"name": "mcpl-host", "version": __version__}
-# (capability, method, key): listed only when the server advertises the capability.
-LISTS: Final = (
-    ("tools", "tools/list", "tools"),
-    ("resources", "resources/list", "resources"),
-    ("resources", "resources/templates/list", "resourceTemplates"),
-    ("prompts", "prompts/list", "prompts"),
-)
 # The last lines a failed stdio server wrote on stderr, kept for the report: the reason
 # a server exits at once is usually there.
 STDERR_TAIL: Final = 20
@@ -233,19 +225,16 @@ class _ServerRun:
         """Each list the server advertises, every page of it, within the connection's
         total bounds; None for what it does not. Items stay raw JSON (decoded only when
         shown: docs/client.md)."""
-        capabilities = conn.server_capabilities
         found: dict[str, list[Raw] | None] = {}
-        for capability, method, key in LISTS:
-            if not isinstance(capabilities.get(capability), dict):
+        for kind, (method, key, _) in LISTS.items():
+            if not declared(conn.server_capabilities, kind):
                 found[key] = None
                 continue
             self.method = method
             try:
                 found[key] = await list_raw(conn, method, key)
-            except RequestError as exc:
-                # Many servers that advertise resources never implemented templates
-                # (added to the spec after resources/list): not a failure of the server.
-                if method != "resources/templates/list" or exc.code != METHOD_NOT_FOUND:
+            except McplHostError as exc:
+                if not has_none(kind, exc):
                     raise
                 found[key] = None
         self.method = None

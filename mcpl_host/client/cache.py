@@ -38,6 +38,7 @@ class ListCache:
         self._lists: dict[ListKind, list[Any]] = {}
         self._expires: dict[ListKind, float] = {}  # 2026-07-28 lists only
         self._generation: dict[ListKind, int] = dict.fromkeys(KINDS, 0)
+        self._version: dict[ListKind, int] = dict.fromkeys(KINDS, 0)  # every change
         self._tools: dict[str, Tool] = {}
         self._validators: dict[str, Validator | UnsupportedSchema | None] = {}
 
@@ -55,6 +56,10 @@ class ListCache:
     def generation(self, kind: ListKind) -> int:
         return self._generation[kind]
 
+    def version(self, kind: ListKind) -> int:
+        """Changes whenever the list kept for ``kind`` is replaced or dropped."""
+        return self._version[kind]
+
     def store(
         self, kind: ListKind, generation: int, items: list[Any], expires: float | None = None
     ) -> None:
@@ -63,6 +68,7 @@ class ListCache:
         if generation != self._generation[kind]:
             return
         self._lists[kind] = list(items)
+        self._version[kind] += 1
         if expires is None:
             self._expires.pop(kind, None)
         else:
@@ -74,6 +80,7 @@ class ListCache:
     def invalidate(self, *kinds: ListKind) -> None:
         for kind in kinds or KINDS:
             self._generation[kind] += 1
+            self._version[kind] += 1
             self._lists.pop(kind, None)
             self._expires.pop(kind, None)
             if kind == "tools":

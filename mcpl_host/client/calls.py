@@ -33,6 +33,7 @@ from .cache import ListCache, ListKind
 from .decode import decode_result
 from .hooks import HookContext, InputHooks
 from .listen import Listener
+from .lists import LISTS, has_none
 from .mrtr import InputLimits, resolve
 from .pagination import DEFAULT_MAX_PAGES, ListLimits, collect_raw
 from .restore import SessionState
@@ -62,12 +63,12 @@ class _CompleteResult(WireType):
     completion: Completion
 
 
-# The paginated lists: cache slot, method, and the result member holding the items.
-_LISTS: Final[dict[type[Any], tuple[ListKind, str, str]]] = {
-    Tool: ("tools", "tools/list", "tools"),
-    Resource: ("resources", "resources/list", "resources"),
-    ResourceTemplate: ("resource_templates", "resources/templates/list", "resourceTemplates"),
-    Prompt: ("prompts", "prompts/list", "prompts"),
+# The cache slot of each typed list (its method and member: .lists.LISTS).
+_KINDS: Final[dict[type[Any], ListKind]] = {
+    Tool: "tools",
+    Resource: "resources",
+    ResourceTemplate: "resource_templates",
+    Prompt: "prompts",
 }
 
 
@@ -154,13 +155,13 @@ class ClientCalls(abc.ABC):
 
         return await in_trio(rounds)  # the hooks and the backoff between rounds wait in trio
 
-    def list_generation(self, kind: ListKind) -> int:
+    def list_version(self, kind: ListKind) -> int:
         """A number that changes whenever the cached list of ``kind`` (``tools``,
-        ``resources``, ``resource_templates``, ``prompts``) is dropped: the server said
-        it changed, the transport was replaced, a 2026-07-28 listen had a gap. What a
-        caller keeping something made from a list compares to know it may be stale (a
-        list that only outlived its ``ttlMs`` keeps its number)."""
-        return self._lists.generation(kind)
+        ``resources``, ``resource_templates``, ``prompts``) is replaced or dropped (the
+        server said it changed, the transport was replaced, a 2026-07-28 listen had a
+        gap, a new read was kept): what a caller keeping something made from the list
+        compares to know whether it still is."""
+        return self._lists.version(kind)
 
     @property
     def max_list_items(self) -> int:
@@ -488,7 +489,8 @@ class ClientCalls(abc.ABC):
     async def _list(
         self, type_: type[T], *, refresh: bool, max_pages: int, timeout: float | None
     ) -> list[T]:
-        kind, method, key = _LISTS[type_]
+        kind = _KINDS[type_]
+        method, key, _ = LISTS[kind]
         if not refresh:
             cached = self._lists.get(kind)
             if cached is not None:
@@ -504,15 +506,20 @@ class ClientCalls(abc.ABC):
                 fresh.append(fresh_for(page))
             return page
 
-        raws = await collect_raw(
-            fetch,
-            method,
-            key,
-            max_pages=max_pages,
-            limits=self.list_limits,
-            server=self.name,
-            safe=self.redactor.log_value,
-        )
+        try:
+            raws = await collect_raw(
+                fetch,
+                method,
+                key,
+                max_pages=max_pages,
+                limits=self.list_limits,
+                server=self.name,
+                safe=self.redactor.log_value,
+            )
+        except McplHostError as exc:
+            if not has_none(kind, exc):
+                raise
+            raws = []  # kept as any list is: not asked again until something changes
         items = [
             decode_result(item, type_, method=method, server=self.name, safe=self._safe)
             for item in raws

@@ -10,6 +10,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Final, Literal, TypeAlias
 
 from ..protocol.errors import ConfigurationError
+from ._uri import normalised_uri
 
 __all__ = ["ADMITS_ALL", "FILTER_KEYS", "CatalogueFilter", "FilterKind", "parse_filter"]
 
@@ -71,6 +72,18 @@ class CatalogueFilter:
         if any(fnmatchcase(key, pattern) for pattern in exclude):
             return False
         return include is None or any(fnmatchcase(key, pattern) for pattern in include)
+
+    def admitted_uri(self, uri: str) -> str | None:
+        """The URI to send when ``uri`` is asked for by itself (not from a listing):
+        ``uri`` as given when no resource pattern is set; else its normalised spelling
+        (:func:`normalised_uri`: what is judged is what is sent) when the resource
+        patterns admit it; None when they do not, or it cannot be judged."""
+        if self.include_resources is None and not self.exclude_resources:
+            return uri
+        normal = normalised_uri(uri)
+        if normal is None or not self.admits("resources", normal):
+            return None
+        return normal
 
     @property
     def admits_all(self) -> bool:

@@ -29,19 +29,17 @@ from .errors import (
     UnknownServer,
     UnknownTool,
 )
-from .naming import SEPARATOR, TOOL_SEPARATOR, Named, qualify
+from .naming import SEPARATOR, qualify, split
 from .status import ServerState, ServerStatus
 
 __all__ = [
     "DEFAULT_RECONNECT",
     "SEPARATOR",
-    "TOOL_SEPARATOR",
     "Catalogue",
     "CatalogueFilter",
     "ConnectionManager",
     "Listing",
     "ManagerEventCallback",
-    "Named",
     "PromptEntry",
     "ResourceEntry",
     "ResourceTemplateEntry",
@@ -56,4 +54,5 @@ __all__ = [
     "UnknownServer",
     "UnknownTool",
     "qualify",
+    "split",
 ]

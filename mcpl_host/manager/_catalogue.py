@@ -2,18 +2,16 @@
 
 Currency comes from each Connection's list caches: a server's ``list_changed``, a
 replaced transport and a 2026-07-28 listen's gap drop its cached list, and the next
-listing reads it again. The manager keeps, per kind, the last listing it built with a
-stamp of what it was built from (each usable server's connection and its cache
-generation for that kind). A call by name resolves against that listing
-while the stamp holds, and rebuilds it (reading again only the lists that changed)
-when it does not: nothing is read per call, nothing runs in the background, and a
-server spamming ``list_changed`` costs at most one list read per call it precedes.
+listing reads it again. A call by name reads its name (:mod:`.naming`: the server, then
+the item's own key), checks the server's filter, and finds the key in that server's
+list alone, through the same cache: no other server is read, waited for or locked, and
+nothing runs in the background. The index kept of each server's list (to find a key
+without a scan per call) is rebuilt when the connection's list version changes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -40,7 +38,9 @@ from .errors import (
     UnknownResource,
     UnknownTool,
 )
-from .gather import Source, gather
+from .gather import ENTRIES as _ENTRY
+from .gather import Source, gather, own_key, read
+from .naming import split
 
 __all__ = ["CatalogueMethods"]
 
@@ -49,15 +49,10 @@ _log = get_logger("mcpl_host.manager")
 _UNKNOWN: Final[dict[ListKind, type[UnknownName]]] = {
     "tools": UnknownTool,
     "resources": UnknownResource,
+    "resource_templates": UnknownResource,
     "prompts": UnknownPrompt,
 }
 _ALL: Final = CatalogueFilter()
-
-
-@dataclass(frozen=True, slots=True)
-class _Built:
-    stamp: tuple[Any, ...]
-    listing: Listing[Any]
 
 
 class CatalogueMethods:
@@ -68,8 +63,9 @@ class CatalogueMethods:
 
     def _init_catalogue(self, filters: Mapping[str, CatalogueFilter]) -> None:
         self._filters = dict(filters)
-        self._built: dict[ListKind, _Built] = {}  # one per kind: bounded however often called
-        self._rebuilding = {kind: trio.Lock() for kind in KINDS}
+        # Per server and kind: the connection and list version it was made from, and
+        # the server's items by own key (the first of a key listed twice, as listings).
+        self._index: dict[tuple[str, ListKind], tuple[Connection, int, dict[str, Any]]] = {}
         # One budget for the whole manager: a server listing duplicates on every read
         # costs a few lines a minute.
         self._catalogue_log = PeerLogBudget().wrap(_log)
@@ -192,7 +188,10 @@ class CatalogueMethods:
     ) -> ReadResourceResult:
         """``resources/read``: of the resource of catalogue name ``name_or_uri``; or, with
         ``server``, of the URI ``name_or_uri`` on that server (how an expansion of a
-        resource template is read), which its filter must admit.
+        resource template is read), which its filter must admit: when the server has
+        resource patterns, the URI is judged, and sent, in its normalised spelling
+        (scheme and host lower-cased, dot segments removed, unreserved escapes decoded),
+        and one with a path separator escaped is refused.
 
         Raises :class:`UnknownResource` for a name not in the catalogue (as
         :meth:`call_tool` raises UnknownTool) or a URI the server's filter leaves out
@@ -201,29 +200,16 @@ class CatalogueMethods:
         """
         if server is not None:
             self._server(server)  # UnknownServer first
-            if not self._filters.get(server, _ALL).admits("resources", name_or_uri):
+            uri = self._filters.get(server, _ALL).admitted_uri(name_or_uri)
+            if uri is None:
                 raise UnknownResource(name_or_uri, server=server)
-            return await self.connection(server).read_resource(name_or_uri, timeout=timeout)
+            return await self.connection(server).read_resource(uri, timeout=timeout)
         entry: ResourceEntry = await self._resolve("resources", name_or_uri, timeout)
         return await self.connection(entry.server).read_resource(
             entry.resource.uri, timeout=timeout
         )
 
-    # -- the listings kept ---------------------------------------------------------------
-
-    def _stamp(self, kind: ListKind) -> tuple[Any, ...]:
-        """What a listing of ``kind`` is made from: each usable server's connection and
-        its cache generation of ``kind`` (a change of either makes it old). A server
-        that goes ``reconnecting`` keeps its stamp: a call by a name it listed waits for
-        the new transport, as a request does; the new transport drops its lists."""
-        stamp: list[Any] = []
-        for server in self._servers.values():
-            conn = server.connection
-            if server.status.usable and conn is not None:
-                stamp.append((conn, conn.list_generation(kind)))
-            else:
-                stamp.append(None)
-        return tuple(stamp)
+    # -- finding a name ------------------------------------------------------------------
 
     def _sources(self) -> list[Source]:
         """Each server as a listing sees it: ready ones are read, the others
@@ -232,75 +218,53 @@ class CatalogueMethods:
         for name, server in self._servers.items():
             status, conn = server.status, server.connection
             catalogue_filter = self._filters.get(name, _ALL)
-            if status.usable and status.state != "reconnecting" and conn is not None:
+            if status.state == "ready" and conn is not None:
                 sources.append(Source(name, conn, None, catalogue_filter))
             else:
                 error = ServerUnavailable(name, status.state, status.error)
                 sources.append(Source(name, None, error, catalogue_filter))
         return sources
 
-    async def _build(
-        self, kind: ListKind, timeout: float | None, refresh: frozenset[str] = frozenset()
-    ) -> Listing[Any]:
-        # The stamp is taken before reading: a list that changes meanwhile makes it old.
-        stamp, sources = self._stamp(kind), self._sources()
-        listing = await gather(
+    async def _build(self, kind: ListKind, timeout: float | None) -> Listing[Any]:
+        return await gather(
             kind,
-            sources,
+            self._sources(),
             separator=self._separator,
             log=self._catalogue_log,
             timeout=timeout,
-            refresh=refresh,
         )
-        self._built[kind] = _Built(stamp, listing)
-        return listing
-
-    async def _current(self, kind: ListKind, timeout: float | None) -> Listing[Any]:
-        """The last listing of ``kind`` while nothing it was made from changed, else a
-        new one (one at a time: concurrent callers share it)."""
-        built = self._built.get(kind)
-        if built is not None and built.stamp == self._stamp(kind):
-            return built.listing
-        async with self._rebuilding[kind]:
-            built = self._built.get(kind)
-            if built is not None and built.stamp == self._stamp(kind):
-                return built.listing
-            return await self._build(kind, timeout)
-
-    def _candidates(self, kind: ListKind, name: str) -> list[str]:
-        """The servers that could have given ``name``: those whose name and separator
-        start it, and whose filter admits an own key it could stand for (the rest, or
-        the rest without its collision suffixes). Only these are read afresh (past
-        their connection's cache) on a miss; an excluded name sends nothing at all."""
-        found: list[str] = []
-        for position, server in enumerate(self._servers, start=1):
-            prefix = server + self._separator
-            if not name.startswith(prefix):
-                continue
-            key, suffix = name[len(prefix) :], f"_{position}"
-            keys = [key]
-            while key.endswith(suffix):
-                key = key[: -len(suffix)]
-                keys.append(key)
-            admits = self._filters.get(server, _ALL).admits
-            if any(admits(kind, key) for key in keys):
-                found.append(server)
-        return found
 
     async def _resolve(self, kind: ListKind, name: str, timeout: float | None) -> Any:
-        entry = (await self._current(kind, timeout)).get(name)
-        if entry is not None:
-            return entry
-        candidates = self._candidates(kind, name)
-        if candidates:
-            listing = await self._build(kind, timeout, refresh=frozenset(candidates))
-            entry = listing.get(name)
-            if entry is not None:
-                return entry
-            for candidate in candidates:
-                error = listing.errors.get(candidate)
-                if isinstance(error, ServerUnavailable):
-                    # It may well be that server's: say it is down, not that it is unknown.
-                    status = self._servers[candidate].status
-                    raise ServerUnavailable(candidate, status.state, status.error)
+        """The entry of catalogue name ``name``. Only its own server is read: through
+        the connection's cache, and once more past it when the key is not there.
+
+        Raises the Unknown* error of ``kind`` for a name no configured server could
+        have given, a key its filter leaves out (nothing sent) or one it does not list;
+        ServerUnavailable when the server is down; the list's own error when it cannot
+        be read (the name may well be there: it is not called unknown)."""
+        parsed = split(name, self._separator)
+        if parsed is None or parsed[0] not in self._servers:
+            raise _UNKNOWN[kind](name)
+        server, key = parsed
+        if not self._filters.get(server, _ALL).admits(kind, key):
+            raise _UNKNOWN[kind](name)
+        conn = self.connection(server)  # a reconnecting one's list waits for it
+        for refresh in (False, True):
+            items = await read(conn, kind, refresh=refresh, timeout=timeout)
+            item = self._indexed(server, conn, kind, items).get(key)
+            if item is not None:
+                return _ENTRY[kind](name, server, item)
         raise _UNKNOWN[kind](name)
+
+    def _indexed(
+        self, server: str, conn: Connection, kind: ListKind, items: list[Any]
+    ) -> dict[str, Any]:
+        version = conn.list_version(kind)
+        kept = self._index.get((server, kind))
+        if kept is not None and kept[0] is conn and kept[1] == version:
+            return kept[2]
+        index: dict[str, Any] = {}
+        for item in items:
+            index.setdefault(own_key(kind, item), item)
+        self._index[server, kind] = (conn, version, index)
+        return index

@@ -163,6 +163,7 @@ class ConnectionManager(OwnsNursery, CatalogueMethods):
                 make_connection=self._connect,
                 on_event=on_event,
                 on_status=self._status_changed,
+                separator=separator,
                 auth=auth,
             )
             for name, spec in servers.items()
@@ -292,9 +293,10 @@ class ConnectionManager(OwnsNursery, CatalogueMethods):
         :class:`~mcpl_host.ConnectionClosed`) carrying the state and the last error.
         """
         server = self._server(name)
-        status = server.status
-        if status.usable and server.connection is not None:
-            return server.connection
+        # Each read once: from the sync face this runs in the caller's thread.
+        status, conn = server.status, server.connection
+        if status.usable and conn is not None:
+            return conn
         raise ServerUnavailable(name, status.state, status.error)
 
     async def request(

@@ -20,6 +20,7 @@ from ..transports.targets import (
     WebSocketTarget,
 )
 from ._server import ConnectionMaker, ManagedServer, ManagerEventCallback
+from .naming import name_problem
 from .status import ServerStatus
 
 if TYPE_CHECKING:
@@ -41,10 +42,11 @@ def managed_server(
     make_connection: ConnectionMaker,
     on_event: ManagerEventCallback | None,
     on_status: Callable[[ServerStatus], None] | None,
+    separator: str,
     auth: OAuth | None = None,
 ) -> ManagedServer:
     """The supervisor for one named server (disabled, failed for its config's
-    ``problem``, or to be connected).
+    ``problem`` or a name catalogue names cannot hold, or to be connected).
 
     Raises ``TypeError`` when ``spec`` is not a :data:`ServerSpec`.
     """
@@ -66,6 +68,9 @@ def managed_server(
             f"server {name!r}: expected a ServerConfig, a target or a transport factory,"
             f" not {type(spec).__name__}"
         )
+    unnamable = name_problem(name, separator)
+    if problem is None and unnamable is not None:
+        problem = ConfigurationError(unnamable, server=name)
     target = _with_auth(target, auth, spec.auth if isinstance(spec, ServerConfig) else None)
     return ManagedServer(
         name,

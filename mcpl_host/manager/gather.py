@@ -14,8 +14,9 @@ import trio
 from .._log import RateLimited
 from ..client.cache import ListKind
 from ..client.connection import Connection
+from ..client.lists import declared
 from ..config import CatalogueFilter
-from ..protocol.errors import METHOD_NOT_FOUND, McplHostError, RequestError
+from ..protocol.errors import McplHostError
 from .entries import (
     Entry,
     Listing,
@@ -26,19 +27,12 @@ from .entries import (
 )
 from .naming import qualify
 
-__all__ = ["CAPABILITIES", "Source", "gather", "own_key"]
+__all__ = ["ENTRIES", "Source", "gather", "own_key", "read"]
 
 Item: TypeAlias = Any  # a Tool, Resource, ResourceTemplate or Prompt
 
-# The server capability that declares each kind.
-CAPABILITIES: Final[dict[ListKind, str]] = {
-    "tools": "tools",
-    "resources": "resources",
-    "resource_templates": "resources",
-    "prompts": "prompts",
-}
 # What each kind's entries are made of.
-_ENTRIES: Final[dict[ListKind, Callable[[str, str, Any], Entry]]] = {
+ENTRIES: Final[dict[ListKind, Callable[[str, str, Any], Entry]]] = {
     "tools": ToolEntry,
     "resources": ResourceEntry,
     "resource_templates": ResourceTemplateEntry,
@@ -66,27 +60,20 @@ class Source:
     filter: CatalogueFilter
 
 
-async def _read(
-    conn: Connection, kind: ListKind, *, refresh: bool, timeout: float | None
+async def read(
+    conn: Connection, kind: ListKind, *, refresh: bool = False, timeout: float | None = None
 ) -> list[Item]:
+    """The server's list of ``kind``, through its connection's cache (past it with
+    ``refresh``); [] when the server does not declare ``kind``."""
+    if not declared(conn.server_capabilities, kind):
+        return []
     if kind == "tools":
         return await conn.list_tools(refresh=refresh, timeout=timeout)
     if kind == "resources":
         return await conn.list_resources(refresh=refresh, timeout=timeout)
     if kind == "resource_templates":
-        try:
-            return await conn.list_resource_templates(refresh=refresh, timeout=timeout)
-        except RequestError as exc:
-            # A server with resources but no templates may not know the method at all.
-            if exc.code == METHOD_NOT_FOUND:
-                return []
-            raise
+        return await conn.list_resource_templates(refresh=refresh, timeout=timeout)
     return await conn.list_prompts(refresh=refresh, timeout=timeout)
-
-
-def declares(conn: Connection, kind: ListKind) -> bool:
-    """Whether the server declared the capability ``kind`` needs."""
-    return isinstance(conn.server_capabilities.get(CAPABILITIES[kind]), dict)
 
 
 async def gather(
@@ -96,51 +83,37 @@ async def gather(
     separator: str,
     log: RateLimited,
     timeout: float | None = None,
-    refresh: frozenset[str] = frozenset(),
 ) -> Listing[Any]:
     """``kind``'s listing over ``sources`` (every configured server, in configuration
-    order), each usable server read concurrently (those named in ``refresh`` past their
-    connection's cache). Never raises a :class:`~mcpl_host.McplHostError`: every
-    server's trouble ends in ``errors``."""
+    order), each usable server read concurrently. Never raises a
+    :class:`~mcpl_host.McplHostError`: every server's trouble ends in ``errors``."""
     lists: dict[str, list[Item]] = {}
     errors: dict[str, McplHostError] = {}
 
     async def one(source: Source, conn: Connection) -> None:
         try:
-            lists[source.name] = await _read(
-                conn, kind, refresh=source.name in refresh, timeout=timeout
-            )
+            lists[source.name] = await read(conn, kind, timeout=timeout)
         except McplHostError as exc:
             errors[source.name] = exc
 
     async with trio.open_nursery() as nursery:
         for source in sources:
             if source.connection is not None:
-                if declares(source.connection, kind):
-                    nursery.start_soon(one, source, source.connection)
+                nursery.start_soon(one, source, source.connection)
             elif source.error is not None:
                 errors[source.name] = source.error
-    kept: dict[str, list[tuple[str, Item]]] = {}
-    for source in sources:
-        items = lists.get(source.name)
-        if items is not None:
-            kept[source.name] = _kept(kind, source, items, log)
+    make = ENTRIES[kind]
+    entries = [
+        make(qualify(source.name, key, separator), source.name, item)
+        for source in sources
+        for key, item in _kept(kind, source, lists.get(source.name, ()), log)
+    ]
     order = [source.name for source in sources]
-    named = qualify(
-        order,
-        {name: [key for key, _ in pairs] for name, pairs in kept.items()},
-        separator=separator,
-    )
-    items_in_order = [item for name in order for _, item in kept.get(name, ())]
-    make = _ENTRIES[kind]
-    return Listing(
-        [make(n.name, n.server, item) for n, item in zip(named, items_in_order, strict=True)],
-        {name: errors[name] for name in order if name in errors},
-    )
+    return Listing(entries, {name: errors[name] for name in order if name in errors})
 
 
 def _kept(
-    kind: ListKind, source: Source, items: list[Item], log: RateLimited
+    kind: ListKind, source: Source, items: Sequence[Item], log: RateLimited
 ) -> list[tuple[str, Item]]:
     """The server's items its filter admits, each key once: a call by that key could
     not tell two apart (the first is kept, with a warning)."""

@@ -1,64 +1,41 @@
-"""Catalogue names: ``server__key``, unique per kind across every server of a manager.
+"""Catalogue names: ``server__key``, one per item of one kind across every server.
 
-Pure: the same servers listing the same keys always get the same names.
-
-A name is the server's name, the separator and the item's own key: a tool's or a
-prompt's name, a resource's URI, a resource template's ``uriTemplate``. Each kind is
-named on its own (a tool and a prompt may share a name). Two different servers can
-still produce the same name when a key holds the separator at its edge (server ``a``
-with tool ``b__c`` and server ``a__b`` with tool ``c`` both give ``a__b__c``). Then
-*every* entry of that group gets a suffix ``_N``, N being its server's position in the
-configuration (from 1), and none keeps the bare name. This makes a name depend only on
-its own server and on the collision, never on which other servers happened to answer:
-a caller holding a stale name gets "unknown tool" rather than another server's tool.
+Pure. A name is the server's name, the separator and the item's own key: a tool's or a
+prompt's name, a resource's URI, a resource template's ``uriTemplate``; each kind is
+named on its own (a tool and a prompt may share a name). A server's name must not hold
+the separator, nor end with the start of it (``a_`` with ``__``): then the first
+separator in a catalogue name always ends the server's name, so a name has exactly one
+reading, two servers can never give the same name, and a name held since an older
+listing either still means the same server's item or nothing at all.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping, Sequence
-from typing import Final, NamedTuple
+from typing import Final
 
-__all__ = ["SEPARATOR", "TOOL_SEPARATOR", "Named", "qualify"]
+__all__ = ["SEPARATOR", "name_problem", "qualify", "split"]
 
 SEPARATOR: Final = "__"
-TOOL_SEPARATOR: Final = SEPARATOR
-"""The name :data:`SEPARATOR` had when the manager listed tools only."""
 
 
-class Named(NamedTuple):
-    """One item's catalogue ``name``, its ``server`` and its own ``key`` there."""
+def name_problem(server: str, separator: str = SEPARATOR) -> str | None:
+    """Why ``server`` cannot be a server's name under ``separator``, or None."""
+    if separator in server + separator[:-1]:
+        return (
+            f"a server's name must not hold the catalogue separator {separator!r}, nor end"
+            f" with its start: its catalogue names ({server}{separator}...) could be read"
+            " as another server's"
+        )
+    return None
 
-    name: str
-    server: str
-    key: str
+
+def qualify(server: str, key: str, separator: str = SEPARATOR) -> str:
+    """The catalogue name of ``server``'s item with own key ``key``."""
+    return f"{server}{separator}{key}"
 
 
-def qualify(
-    servers: Sequence[str],
-    keys: Mapping[str, Sequence[str]],
-    *,
-    separator: str = SEPARATOR,
-) -> list[Named]:
-    """Name the items of ``keys`` (by server, each item's own key), in the order of
-    ``servers`` (every configured server, in configuration order) and then of each
-    server's list. Servers missing from ``keys`` add nothing but keep their position,
-    so the suffixes of the others do not move. Every name returned is unique, even for
-    a key a server gives twice."""
-    positions = {server: index for index, server in enumerate(servers, start=1)}
-    bare = [(server, key) for server in servers for key in keys.get(server, ())]
-    counts = Counter(f"{server}{separator}{key}" for server, key in bare)
-    taken = {name for name, count in counts.items() if count == 1}
-    named: list[Named] = []
-    for server, key in bare:
-        qualified = f"{server}{separator}{key}"
-        if counts[qualified] > 1:
-            suffix = f"_{positions[server]}"
-            qualified += suffix
-            # Only when a real name already looks like our suffixed one (or a server
-            # listed one key twice): extend it the same way until it is free.
-            while qualified in taken:
-                qualified += suffix
-            taken.add(qualified)
-        named.append(Named(qualified, server, key))
-    return named
+def split(name: str, separator: str = SEPARATOR) -> tuple[str, str] | None:
+    """The server's name and the own key a catalogue name stands for; None when it
+    holds no separator."""
+    server, found, key = name.partition(separator)
+    return (server, key) if found else None

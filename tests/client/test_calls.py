@@ -17,6 +17,7 @@ from mcpl_host import (
     OutputSchemaError,
     PromptRef,
     ProtocolError,
+    RequestError,
     ResourceTemplateRef,
     ResourceUpdated,
     TextContent,
@@ -511,3 +512,21 @@ async def test_progress_reaches_the_caller_of_call_tool() -> None:
             nursery.start_soon(server)
             await conn.call_tool("slow", on_progress=lambda p, t, m: seen.append((p, t, m)))
     assert seen == [(1, 2, "step 1"), (2, 2, "step 2")]
+
+
+async def test_a_server_without_templates_has_none_and_is_not_asked_again() -> None:
+    # Declares resources, never implemented resources/templates/list (-32601).
+    table: dict[str, Any] = {"resources/list": {"resources": []}}
+    with trio.fail_after(5):
+        async with connected() as (conn, peer, nursery):
+            answers = Answers(peer, table)
+            nursery.start_soon(answers.run)
+            version = conn.list_version("resource_templates")
+            assert await conn.list_resource_templates() == []
+            assert await conn.list_resource_templates() == []
+            assert len(answers.requests("resources/templates/list")) == 1
+            assert conn.list_version("resource_templates") != version
+            # The rule is the templates' alone: another list's -32601 is the caller's.
+            with pytest.raises(RequestError) as refused:
+                await conn.list_prompts()
+            assert refused.value.code == -32601

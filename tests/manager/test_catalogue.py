@@ -70,11 +70,9 @@ class ListChanges:
         self.seen = trio.Event()
 
 
-async def test_every_kind_by_one_rule_with_collisions_per_kind(
-    autojump_clock: trio.abc.Clock,
-) -> None:
-    # Server "a" and server "a__b": a's prompt "b__c" and a__b's prompt "c" are both
-    # "a__b__c"; a's tool "b__c" collides with nothing (a__b has no tool "c").
+async def test_every_kind_by_one_rule(autojump_clock: trio.abc.Clock) -> None:  # noqa: PLR0915
+    # Server "a"'s prompt "b__c" is "a__b__c"; server "b"'s prompt "c" is "b__c". A
+    # server named "a__b" would make "a__b__c" ambiguous: it is refused, alone.
     a = (
         Script()
         .handshake(capabilities=ALL)
@@ -94,54 +92,68 @@ async def test_every_kind_by_one_rule_with_collisions_per_kind(
         .reply(contents("file:///y/z.txt", "z"))
         .expect("tools/call", {"name": "b__c"})
         .reply(text("a's tool"))
+        # The misses below: each reads its own list once more, past the cache.
+        .expect("prompts/list")
+        .reply({"prompts": [prompt("b__c"), prompt("hello")]})
+        .expect("resources/list")
+        .reply({"resources": [resource("file:///x.txt")]})
         .expect_close()
     )
-    a_b = (
+    b = (
         Script()
         .handshake(capabilities={"prompts": {}})  # no tools, no resources: no error either
         .expect("prompts/list")
         .reply({"prompts": [prompt("c")]})
         .expect("prompts/get", {"name": "c"})
-        .reply(messages("a__b's c"))
+        .reply(messages("b's c"))
         .expect_close()
     )
     with trio.fail_after(60):
         async with (
             serve(a) as sa,
-            serve(a_b) as sab,
+            serve(b) as sb,
             serve(speaking_an_old_revision()) as old,
         ):
-            servers = {"a": sa.target, "a__b": sab.target, "old": old.target}
+            servers = {
+                "a": sa.target,
+                "b": sb.target,
+                "old": old.target,
+                "a__b": "tcp://127.0.0.1:9",  # never tried
+            }
             async with ConnectionManager(
                 servers, reconnect=POLICY, versions=["2025-11-25"]
             ) as manager:
                 await manager.wait_ready()
+                refused = manager.status()["a__b"]
+                assert (refused.state, refused.retrying) == ("failed", False)
+                assert isinstance(refused.error, ConfigurationError)
+                assert "separator" in refused.error.message
                 catalogue = await manager.catalogue()
                 assert catalogue.tools.names() == ["a__b__c"]
                 assert catalogue.resources.names() == ["a__file:///x.txt"]
                 assert catalogue.resource_templates.names() == ["a__file:///{path}"]
-                assert catalogue.prompts.names() == ["a__b__c_1", "a__hello", "a__b__c_2"]
+                assert catalogue.prompts.names() == ["a__b__c", "a__hello", "b__c"]
                 for listing in (
                     catalogue.tools,
                     catalogue.resources,
                     catalogue.resource_templates,
                     catalogue.prompts,
                 ):
-                    # a__b lacks tools and resources: nothing from it, and no error.
-                    assert list(listing.errors) == ["old"]
+                    # b lacks tools and resources: nothing from it, and no error.
+                    assert list(listing.errors) == ["old", "a__b"]
                     assert isinstance(listing.errors["old"], ServerUnavailable)
                     assert isinstance(listing.errors["old"].__cause__, VersionError)
-                entry = catalogue.prompts.get("a__b__c_2")
+                entry = catalogue.prompts.get("b__c")
                 assert entry is not None
-                assert (entry.server, entry.prompt.name) == ("a__b", "c")
+                assert (entry.server, entry.prompt.name) == ("b", "c")
                 template = catalogue.resource_templates.entries[0].template
                 assert template.uri_template == "file:///{path}"
 
-                got = await manager.get_prompt("a__b__c_1", {"who": "me"})
+                got = await manager.get_prompt("a__b__c", {"who": "me"})
                 assert isinstance(got, GetPromptResult)
                 assert got.messages[0].content == TextContent(text="a's b__c")
-                other = await manager.get_prompt("a__b__c_2")
-                assert other.messages[0].content == TextContent(text="a__b's c")
+                other = await manager.get_prompt("b__c")
+                assert other.messages[0].content == TextContent(text="b's c")
                 read = await manager.read_resource("a__file:///x.txt")
                 assert isinstance(read, ReadResourceResult)
                 assert read.contents[0].text == "x"
@@ -151,28 +163,29 @@ async def test_every_kind_by_one_rule_with_collisions_per_kind(
                 assert isinstance(called, CallToolResult)
                 assert called.text == "a's tool"
 
-                # Unknown names, each of its kind; a bare (unsuffixed) colliding name is
-                # nobody's; a server that is down is said to be down.
+                # Unknown names, each of its kind; a server that is down is said to be.
                 with pytest.raises(UnknownPrompt) as unknown:
-                    await manager.get_prompt("a__b__c")
-                assert (unknown.value.kind, unknown.value.name) == ("prompt", "a__b__c")
+                    await manager.get_prompt("a__nothing")
+                assert (unknown.value.kind, unknown.value.name) == ("prompt", "a__nothing")
                 with pytest.raises(UnknownResource):
                     await manager.read_resource("a__file:///{path}")  # a template's name
                 with pytest.raises(UnknownTool):
                     await manager.call_tool("nobody__echo")
+                with pytest.raises(UnknownTool):
+                    await manager.call_tool("b__c")  # b declares no tools: nothing sent
                 with pytest.raises(ServerUnavailable) as down:
                     await manager.call_tool("old__echo")
                 assert down.value.state == "failed"
-            for server in (sa, sab):
+            for server in (sa, sb):
                 await server.wait_done()
     assert issubclass(UnknownTool, UnknownName)
     assert issubclass(UnknownPrompt, UnknownName)
     assert issubclass(UnknownResource, UnknownName)
-    # The misses above re-read the candidate server's list (a__b has no tools, "nobody"
-    # is no server): a's prompts and resources once more, nothing else.
+    # Each miss re-read its own server's list once (a's prompts and resources), nothing
+    # else: b's tools were never asked for.
     assert len(sa.record.requests("prompts/list")) == 2
     assert len(sa.record.requests("resources/list")) == 2
-    assert sab.record.requests("tools/list") == []
+    assert sb.record.requests("tools/list") == []
 
 
 async def test_after_list_changed_the_next_listing_is_new_and_an_old_name_unknown(

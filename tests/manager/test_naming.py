@@ -1,92 +1,52 @@
-"""Catalogue names, pure: prefixes, collisions, stability (the same rule for every
-kind: a tool's or prompt's name, a resource's URI, a template's uriTemplate)."""
+"""Catalogue names, pure: one reading per name (the same rule for every kind: a tool's
+or prompt's name, a resource's URI, a template's uriTemplate)."""
 
 from __future__ import annotations
 
-from typing import Any
+import itertools
 
-from mcpl_host.manager import Named, qualify
+import pytest
 
-
-def _tools(*names: str) -> list[str]:
-    return list(names)
-
-
-def _names(servers: list[str], listings: dict[str, list[str]], **kw: Any) -> list[str]:
-    return [entry.name for entry in qualify(servers, listings, **kw)]
+from mcpl_host.manager import qualify, split
+from mcpl_host.manager.naming import name_problem
 
 
-def test_the_same_tool_on_two_servers_is_told_apart_by_the_prefix() -> None:
-    listings = {"a": _tools("echo", "add"), "b": _tools("echo")}
-    assert _names(["a", "b"], listings) == ["a__echo", "a__add", "b__echo"]
+def test_a_name_is_the_server_the_separator_and_the_key() -> None:
+    assert qualify("demo", "add") == "demo__add"
+    assert qualify("files", "file:///{path}") == "files__file:///{path}"
+    assert qualify("a", "t", ".") == "a.t"
+    # A key may hold the separator: the first one ends the server's name.
+    assert split("a__b__c") == ("a", "b__c")
+    assert split("files__file:///a__b") == ("files", "file:///a__b")
+    assert split("a.b.c", ".") == ("a", "b.c")
+    assert split("no-separator") is None
 
 
-def test_configuration_order_wins_over_the_order_of_answers() -> None:
-    listings = {"b": _tools("two"), "a": _tools("one")}
-    assert _names(["a", "b"], listings) == ["a__one", "b__two"]
+@pytest.mark.parametrize(
+    ("server", "separator", "refused"),
+    [
+        ("a__b", "__", True),  # holds it: a__b's c and a's b__c would both be a__b__c
+        ("a_", "__", True),  # ends with its start: a_'s _c and a's __c are both a____c
+        ("_a", "__", False),
+        ("a_b", "__", False),
+        ("a", "__", False),
+        ("a.b", ".", True),
+        ("a-b", "::", False),
+        ("a:", "::", True),
+    ],
+)
+def test_which_server_names_are_refused(server: str, separator: str, refused: bool) -> None:
+    assert (name_problem(server, separator) is not None) == refused
 
 
-def test_a_collision_suffixes_every_member_by_its_servers_place() -> None:
-    servers = ["a", "other", "a__b"]
-    listings = {"a": _tools("b__c", "d"), "a__b": _tools("c"), "other": _tools("c")}
-    entries = qualify(servers, listings)
-    assert [(e.name, e.server, e.key) for e in entries] == [
-        ("a__b__c_1", "a", "b__c"),
-        ("a__d", "a", "d"),
-        ("other__c", "other", "c"),
-        ("a__b__c_3", "a__b", "c"),
-    ]
-
-
-def test_a_stale_name_never_leads_to_another_servers_tool() -> None:
-    servers = ["a", "a__b"]
-    # "a" down: "a__b"'s tool has the bare name...
-    alone = _names(servers, {"a__b": _tools("c")})
-    assert alone == ["a__b__c"]
-    # ...and once "a" is back, that bare name is nobody's: it is not handed to "a".
-    both = _names(servers, {"a": _tools("b__c"), "a__b": _tools("c")})
-    assert both == ["a__b__c_1", "a__b__c_2"]
-    assert "a__b__c" not in both
-    # A suffixed name keeps meaning the same server whoever else answers.
-    three = _names(["a", "x", "a__b"], {"a": _tools("b__c"), "a__b": _tools("c")})
-    assert three == ["a__b__c_1", "a__b__c_3"]
-
-
-def test_a_suffix_that_is_already_a_real_name_is_extended() -> None:
-    servers = ["a", "a__b"]
-    listings = {"a": _tools("b__c", "b__c_2"), "a__b": _tools("c")}
-    assert _names(servers, listings) == ["a__b__c_1", "a__b__c_2", "a__b__c_2_2"]
-
-
-def test_every_name_is_unique_even_when_a_server_lists_one_twice() -> None:
-    names = _names(["s"], {"s": _tools("t", "t")})
-    assert names == ["s__t_1", "s__t_1_1"]
-    assert len(set(names)) == len(names)
-
-
-def test_another_separator() -> None:
-    assert _names(["a"], {"a": _tools("t")}, separator=".") == ["a.t"]
-
-
-def test_uris_and_templates_are_keys_like_any_other() -> None:
-    servers = ["files", "web"]
-    keys = {"files": ["file:///a.txt", "file:///{path}"], "web": ["https://x/{id}"]}
-    assert qualify(servers, keys) == [
-        Named("files__file:///a.txt", "files", "file:///a.txt"),
-        Named("files__file:///{path}", "files", "file:///{path}"),
-        Named("web__https://x/{id}", "web", "https://x/{id}"),
-    ]
-
-
-def test_a_stale_suffixed_name_never_becomes_another_servers_item() -> None:
-    # docs/manager.md, "Names": "a caller holding a stale name gets UnknownTool, never
-    # another server's tool". Server a__b's tool "c" is "a__b__c_2" (it collides with
-    # a's "b__c"). Server a then adds a tool "b__c_2" (list_changed): whatever a__b's
-    # "c" is now called, the name a caller still holds must not lead to server a.
-    servers = ["a", "a__b"]
-    before = {n.name: n for n in qualify(servers, {"a": ["b__c"], "a__b": ["c"]})}
-    assert (before["a__b__c_2"].server, before["a__b__c_2"].key) == ("a__b", "c")
-    after = {n.name: n for n in qualify(servers, {"a": ["b__c", "b__c_2"], "a__b": ["c"]})}
-    held = after.get("a__b__c_2")
-    # Bug: held is Named("a__b__c_2", "a", "b__c_2"): the call goes to server a.
-    assert held is None or held.server == "a__b", held
+def test_names_of_admitted_servers_never_collide_and_read_back() -> None:
+    # Every pair (server, key) over a small alphabet that has the separator's pieces in
+    # it: distinct pairs give distinct names, and each name reads back as its pair.
+    alphabet = ["", "a", "_", "__", "a_", "_a"]
+    words = {"".join(p) for n in range(3) for p in itertools.product(alphabet, repeat=n)}
+    servers = [w for w in words if w and name_problem(w) is None]
+    seen: dict[str, tuple[str, str]] = {}
+    for server, key in itertools.product(servers, words):
+        name = qualify(server, key)
+        assert split(name) == (server, key)
+        assert seen.setdefault(name, (server, key)) == (server, key)
