@@ -13,7 +13,9 @@ from __future__ import annotations
 import abc
 import functools
 import inspect
+import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any, ClassVar, Final, TypeVar
@@ -173,8 +175,12 @@ class Face(abc.ABC):
     def __init__(self, service: Any) -> None:
         self.label = type(service).__name__
         self.closed = False
-        # By id: a Facade holds its target, so while it lives the id is the target's; a
-        # weak key would be kept alive by its own value.
+        # By id: a Facade holds its target, so while it is kept the id is the target's.
+        # The last few handed out are kept (a caller writing
+        # ``manager.connection(name).call_tool(...)`` each time must not pay for a new
+        # Facade and its wrapped methods per call); older ones live as long as held.
+        self._recent: OrderedDict[int, Facade] = OrderedDict()
+        self._lock = threading.Lock()
         self._facades: weakref.WeakValueDictionary[int, Facade] = weakref.WeakValueDictionary()
 
     @abc.abstractmethod
@@ -184,10 +190,26 @@ class Face(abc.ABC):
 
     def facade(self, target: Any) -> Facade:
         """``target`` seen from this face: the same Facade every time it is handed out
-        (while one is held)."""
-        found = self._facades.get(id(target))
+        (while one is held, or it is among the last few handed out)."""
+        key = id(target)
+        with self._lock:  # the sync face hands out from its callers' threads
+            found = self._recent.get(key)
+            if found is not None:
+                self._recent.move_to_end(key)
+                return found
+            found = self._facades.get(key)
+            if found is None:
+                found = self._facades[key] = Facade(target, self)
+            self._recent[key] = found
+            if len(self._recent) > _RECENT_FACADES:
+                self._recent.popitem(last=False)
+        return found
+        found = self._facades.get(key)
         if found is None:
-            found = self._facades[id(target)] = Facade(target, self)
+            found = self._facades[key] = Facade(target, self)
+        self._recent[key] = found
+        if len(self._recent) > _RECENT_FACADES:
+            self._recent.popitem(last=False)
         return found
 
     @staticmethod
@@ -234,6 +256,7 @@ class Face(abc.ABC):
         )
 
 
+_RECENT_FACADES: Final = 32
 _LEAVES: Final = frozenset({type(None), bool, int, float, str, bytes})
 _ASYNC_PROTOCOLS: Final = ("__aenter__", "__aiter__", "__anext__")
 

@@ -118,6 +118,10 @@ async def scenario(manager: Any) -> Any:
         with pytest.raises(error):  # noqa: PT012 - the call, or its awaiting, raises
             await settle(call(manager))
             pytest.fail(f"{what} raised nothing")
+    # Not held: the face object (and its wrapped methods) is still not made anew per
+    # call of manager.connection(name).
+    first = manager.connection("demo").call_tool
+    assert manager.connection("demo").call_tool == first
     conn = manager.connection("demo")
     assert manager.connection("demo") is conn  # one face object per connection
     await settle(manager.close_server("demo"))  # the connection closed, the manager not
