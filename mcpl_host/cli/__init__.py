@@ -129,6 +129,7 @@ def _main(args: list[str], mask: logs.LogMask, interrupts: Interrupts) -> int:
         )
     store = user_store()
     if options.shell is not None:
+        logs.configure(options.verbosity, mask, shown_elsewhere=shell.SHOWN_LIVE)
         return shell.main(options, mask.redactor, store, terminal_inputs)
     try:
         if options.versions is not None:

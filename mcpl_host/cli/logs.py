@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+from collections.abc import Collection
 from typing import Any, Final, TextIO
 
 import structlog
@@ -33,18 +34,33 @@ class LogMask:
         self.redactor = redactor or Redactor()
 
 
-def configure(verbosity: int, mask: LogMask, stream: TextIO | None = None) -> None:
+def configure(
+    verbosity: int,
+    mask: LogMask,
+    stream: TextIO | None = None,
+    *,
+    shown_elsewhere: Collection[str] = (),
+) -> None:
     """Send structlog's output to ``stream`` (stderr): warnings and errors by default,
-    info with ``verbosity`` 1, debug (every message on the wire) with 2 or more.
-    Raises nothing."""
+    info with ``verbosity`` 1, debug (every message on the wire) with 2 or more. The
+    events named in ``shown_elsewhere`` are left out below debug (the shell shows
+    states and server logs itself: said twice, they would crowd the screen). Raises
+    nothing."""
     level = _LEVELS[min(max(verbosity, 0), len(_LEVELS) - 1)]
     console = structlog.dev.ConsoleRenderer(colors=False)
+    quiet = frozenset(shown_elsewhere) if verbosity < 2 else frozenset()
+
+    def drop(_logger: Any, _method: str, event: structlog.typing.EventDict) -> Any:
+        if event.get("event") in quiet:
+            raise structlog.DropEvent
+        return event
 
     def render(logger: Any, method: str, event: structlog.typing.EventDict) -> str:
         return mask.redactor.redact(console(logger, method, event))
 
     structlog.configure(
         processors=[
+            drop,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="%H:%M:%S", utc=False),
             render,

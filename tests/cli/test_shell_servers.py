@@ -104,6 +104,9 @@ def test_several_servers_one_missing_one_that_exits_and_comes_back(tmp_path: Pat
         assert shell.leave() == 0
         # exit closed the servers: the second flaky process saw its stdin end.
         assert marker.read_text() == "stdin closed\n"
+        # Each state said once, in the shell's words: not again as the library's log line.
+        assert "server state" not in shell.seen()
+        assert "[warning" not in shell.seen()
     finally:
         shell.close()
 

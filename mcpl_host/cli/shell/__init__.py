@@ -28,10 +28,15 @@ from ..args import Options
 from ..failure import EXIT_USAGE
 from ..targets import DEMO_NAME, Plan, Planned, resolve
 
-__all__ = ["INSTALL", "main"]
+__all__ = ["INSTALL", "SHOWN_LIVE", "main"]
 
 INSTALL: Final = "pip install 'mcpl-host[shell]'"
-_NOT_A_WORD: Final = re.compile(r"[^A-Za-z0-9_-]+")
+# The library's log events the shell shows in its own words (.watch): states, server
+# logs. Logged too, each would be said twice.
+SHOWN_LIVE: Final = frozenset({"server state", "server log"})
+# No "_": a catalogue name is "<server>__<own name>", and a server's name may hold no
+# "__" nor end with "_" (mcpl_host.manager.naming).
+_NOT_A_WORD: Final = re.compile(r"[^A-Za-z0-9-]+")
 
 
 def main(
@@ -79,7 +84,7 @@ def main(
 
 def _short_name(planned: Planned) -> str:
     """A lone target's server name: ``demo``, a stdio program's file name (``node``,
-    ``python3``), or a URL's host; letters, digits, ``-`` and ``_`` only."""
+    ``python3``), or a URL's host; letters, digits and ``-`` only."""
     target = planned.target
     if planned.name == DEMO_NAME or target is None:
         return planned.name
