@@ -160,15 +160,29 @@ async def test_filters_from_a_config_file(tmp_path: Path) -> None:
 
 
 def test_the_catalogue_from_the_asyncio_and_sync_faces() -> None:
-    async def from_asyncio() -> tuple[list[str], str]:
-        async with aio.ConnectionManager({"demo": DEMO}) as manager:
-            await manager.wait_ready()
+    # From asyncio: the demo, server-everything, and a server that never answers
+    # initialize, which holds up neither the start nor the others.
+    hung = StdioTarget.of([sys.executable, "-c", "import sys; sys.stdin.read()"])
+
+    async def from_asyncio() -> tuple[list[str], str, str]:
+        servers = {"demo": DEMO, "everything": everything(), "hung": hung}
+        async with aio.ConnectionManager(servers) as manager:
+            await manager.wait_ready("demo", "everything", timeout=20)
             catalogue = await manager.catalogue()
+            assert "everything__echo" in catalogue.tools.names()
+            assert list(catalogue.tools.errors) == ["hung"]
+            assert manager.status()["hung"].state == "connecting"
             result = await manager.call_tool("demo__add", {"a": 1, "b": 2})
             assert isinstance(result, CallToolResult)
-            return catalogue.prompts.names(), result.text
+            # A connection the manager hands out is the asyncio face's too.
+            echoed = await manager.connection("everything").call_tool("echo", {"message": "m"})
+            return catalogue.prompts.names()[:1], result.text, echoed.text
 
-    assert asyncio.run(asyncio.wait_for(from_asyncio(), 30)) == (["demo__greet"], "3")
+    assert asyncio.run(asyncio.wait_for(from_asyncio(), 30)) == (
+        ["demo__greet"],
+        "3",
+        "Echo: m",
+    )
     with sync.ConnectionManager({"demo": DEMO}) as manager:
         manager.wait_ready()
         assert manager.list_resource_templates().names() == ["demo__demo://echo/{text}"]
