@@ -3,7 +3,9 @@ pseudo-terminal against scripted stdio servers. Each test fails on 78478bc."""
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -203,3 +205,37 @@ def test_a_tool_error_is_said_once() -> None:
         assert shell.leave() == 0
     finally:
         shell.close()
+
+
+def test_a_terminal_that_hangs_up_ends_the_shell_with_129(tmp_path: Path) -> None:
+    # docs/cli.md: "SIGTERM and SIGHUP close them too and leave with 128+N". When the
+    # terminal itself goes away (a closed window, a dropped ssh), the kernel sends
+    # SIGHUP and every write then fails with EIO: prompt_toolkit's redraw raises
+    # OSError out of prompt_async, the shell ends with a traceback and status 1.
+    errors = tmp_path / "stderr.txt"
+    child = pexpect.spawn(
+        "/bin/sh",
+        ["-c", f'exec "{sys.executable}" -m mcpl_host.cli shell --demo 2>"{errors}"'],
+        env={**os.environ, "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm"},
+        encoding="utf-8",
+        timeout=WAIT,
+        dimensions=(50, 200),
+    )
+    status: int | None = None
+    try:
+        child.expect(r"\[demo\] 8 tools")
+        os.close(child.child_fd)  # the terminal is gone
+        child.closed = True
+        deadline = time.monotonic() + WAIT
+        while status is None and time.monotonic() < deadline:
+            pid, raw = os.waitpid(child.pid, os.WNOHANG)
+            if pid:
+                status = os.waitstatus_to_exitcode(raw)
+            else:
+                time.sleep(0.1)
+        assert "Traceback" not in errors.read_text()
+        assert status == 129
+    finally:
+        if status is None:
+            os.kill(child.pid, 9)
+            os.waitpid(child.pid, 0)
