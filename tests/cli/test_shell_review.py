@@ -239,3 +239,27 @@ def test_a_terminal_that_hangs_up_ends_the_shell_with_129(tmp_path: Path) -> Non
         if status is None:
             os.kill(child.pid, 9)
             os.waitpid(child.pid, 0)
+
+
+def test_a_history_file_that_cannot_be_written_is_said_once_not_per_line(
+    tmp_path: Path,
+) -> None:
+    # --history FILE in a directory that does not exist: each Enter raises in
+    # FileHistory.store_string, and prompt_toolkit prints "Unhandled exception in
+    # event loop", the traceback and "Press ENTER to continue..." over the session.
+    # Either refused at start (status 2) or said once and the commands still run.
+    shell = Terminal("--history", str(tmp_path / "no-such-dir" / "history"), "--demo")
+    try:
+        if shell.child.expect([r"\[demo\] 8 tools", pexpect.EOF], timeout=WAIT) == 1:
+            shell.child.close()
+            assert shell.child.exitstatus == 2
+            return
+        shell._log.append(str(shell.child.before) + str(shell.child.after))
+        shell.line("help")
+        shell.expect("TAB completes", timeout=5)
+        seen = shell.seen()
+        assert "Unhandled exception" not in seen
+        assert "store_string" not in seen
+        assert shell.leave() == 0
+    finally:
+        shell.close()
