@@ -263,3 +263,23 @@ def test_a_history_file_that_cannot_be_written_is_said_once_not_per_line(
         assert shell.leave() == 0
     finally:
         shell.close()
+
+
+def test_the_time_spent_answering_a_question_does_not_time_the_call_out() -> None:
+    # The call that made the server ask runs under the request timeout (--timeout,
+    # default 30 s) while the person reads and types: filling in a form of a dozen
+    # fields (server-everything's trigger-elicitation-request) takes longer than that.
+    # The call fails "no answer to 'tools/call' within N s", the question is withdrawn
+    # under the person's fingers, and what they typed runs as a command.
+    shell = Terminal("--timeout", "3", "--demo")
+    try:
+        shell.expect(r"\[demo\] 8 tools")
+        shell.line("call demo__ask what=sample")
+        shell.expect(r"reply \(empty: decline\)>")
+        time.sleep(4.5)  # reading the request, thinking, typing
+        shell.line("a considered answer")
+        shell.expect(r"model mcpl-host-shell said: a considered answer|error \(timeout\)")
+        assert "error (timeout)" not in shell.seen()
+        assert shell.leave() == 0
+    finally:
+        shell.close()
