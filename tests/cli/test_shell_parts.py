@@ -20,8 +20,11 @@ from mcpl_host.cli.shell.complete import ShellCompleter
 from mcpl_host.cli.shell.data import Catalogue, Data, Entry
 from mcpl_host.cli.shell.questions import MAX_WAITING, Question, Questions, _convert
 from mcpl_host.cli.shell.screen import Screen
+from mcpl_host.cli.shell.watch import Watch
 from mcpl_host.client.hooks import HookContext
 from mcpl_host.client.types import CreateMessageParams, ElicitParams, ElicitResult
+from mcpl_host.manager import ServerStatus
+from mcpl_host.protocol.errors import McplHostError
 from mcpl_host.protocol.redact import Redactor
 
 
@@ -294,4 +297,28 @@ def test_a_servers_lines_are_bounded_per_kind(capsys: pytest.CaptureFixture[str]
         "[demo] 2 more log lines not shown in 0.05 s",
         "[demo] line 4",
         "[demo] line 5",
+    ]
+
+
+def test_a_failing_server_is_said_to_fail_once_per_reason_and_when_it_gives_up(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    watch = Watch(Screen(Redactor()), lambda _server: None)
+    lost, refused = McplHostError("lost"), McplHostError("refused")
+    for state, error, retrying in [
+        ("connecting", None, False),
+        ("failed", lost, True),
+        ("connecting", None, False),
+        ("failed", lost, True),
+        ("connecting", None, False),
+        ("failed", refused, True),
+        ("connecting", None, False),
+        ("failed", refused, False),
+    ]:
+        watch.on_status(ServerStatus("s", state, error=error, retrying=retrying))  # type: ignore[arg-type]
+    assert capsys.readouterr().out.splitlines() == [
+        "[s] connecting",
+        "[s] failed: lost (will retry)",
+        "[s] failed: refused (will retry)",
+        "[s] failed: refused (not retried)",
     ]

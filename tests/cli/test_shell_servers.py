@@ -244,7 +244,8 @@ def test_a_flood_of_log_messages_costs_a_bounded_number_of_lines(tmp_path: Path)
         shell.expect(rf"\d+ more log lines not shown in {INTERVAL:g} s")
         shell.expect("log info: flood over")
         shown = len(re.findall(r"log info: flood \d+", shell.seen()))
-        assert shown == BURST
+        # One burst; a few more if reading the flood took longer than an interval.
+        assert BURST <= shown < 5 * BURST
         assert shell.leave() == 0
     finally:
         shell.close()

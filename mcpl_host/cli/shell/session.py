@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -47,6 +48,8 @@ Relog = Callable[[TextIO | None], None]
 """Sends the command's log lines to a stream (None: stderr again)."""
 
 _PROMPT: Final = "mcpl> "
+# A terminal that went away, as a write to it fails.
+_GONE: Final = frozenset({errno.EIO, errno.EPIPE, errno.ENXIO})
 # What ends a prompt that is not a typed line.
 _INTERRUPTED: Final = "\x00interrupted"
 
@@ -204,7 +207,9 @@ class _Session:
                     await self._main()
                 finally:
                     self.relog(None)
-        except OSError:
+        except OSError as exc:
+            if exc.errno not in _GONE:
+                raise
             self._hang_up()  # the last of the output could not be written
         finally:
             for sig in handled:

@@ -41,11 +41,11 @@ class Watch:
         self._wires: dict[str, WireWatch] = {}
         self.tracing = False
         self._stream: Any = None
-        self._last: dict[str, tuple[str, str | None]] = {}
+        self._last: dict[str, tuple[str, str | None, bool]] = {}
         # server -> the reason of its last failure, until it is ready (or closed,
         # disabled) again: each retry goes connecting -> failed, said only when the
         # reason changes.
-        self._failing: dict[str, str | None] = {}
+        self._failing: dict[str, tuple[str | None, bool]] = {}
 
     # -- the trace -----------------------------------------------------------------------
 
@@ -72,11 +72,12 @@ class Watch:
         s = self.screen
         state = status.state
         reason = None if status.error is None else str(status.error)
-        said = (state, reason)
+        said = (state, reason, status.retrying)
         if state == "failed":
-            if status.name in self._failing and self._failing[status.name] == reason:
+            failure = (reason, status.retrying)  # giving up is said, though the reason is not new
+            if self._failing.get(status.name) == failure:
                 return  # another failed attempt for the same reason: said once
-            self._failing[status.name] = reason
+            self._failing[status.name] = failure
         elif state in ("connecting", "reconnecting") and status.name in self._failing:
             return  # a retry after a failure: its outcome is what is said
         else:
