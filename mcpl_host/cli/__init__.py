@@ -129,8 +129,12 @@ def _main(args: list[str], mask: logs.LogMask, interrupts: Interrupts) -> int:
         )
     store = user_store()
     if options.shell is not None:
-        logs.configure(options.verbosity, mask, shown_elsewhere=shell.SHOWN_LIVE)
-        return shell.main(options, mask.redactor, store, terminal_inputs)
+
+        def relog(stream: TextIO | None) -> None:
+            logs.configure(options.verbosity, mask, stream, shown_elsewhere=shell.SHOWN_LIVE)
+
+        relog(None)
+        return shell.main(options, mask, store, terminal_inputs, relog)
     try:
         if options.versions is not None:
             validate_allowlist(options.versions)

@@ -37,6 +37,7 @@ __all__ = [
     "render_items",
     "render_many",
     "render_result",
+    "safe_text",
     "terminal_width",
 ]
 
@@ -110,6 +111,12 @@ def terminal_width(stream: TextIO | None = None) -> int | None:
     return max(shutil.get_terminal_size((100, 24)).columns, _MIN_WIDTH)
 
 
+def safe_text(redactor: Redactor, value: Any, limit: int = _CELL_LIMIT) -> str:
+    """A server's value (any JSON) on one line: a string as it is, anything else as
+    its JSON; whitespace runs collapsed, redacted, escaped, cut to ``limit``."""
+    return redactor.log_value(_WHITESPACE.sub(" ", text_of(value)).strip(), limit)
+
+
 class _Writer:
     def __init__(self, redactor: Redactor, style: Style, width: int | None) -> None:
         self.redactor = redactor
@@ -118,9 +125,7 @@ class _Writer:
         self.lines: list[str] = []
 
     def safe(self, value: Any, limit: int = _CELL_LIMIT) -> str:
-        """A server's value (any JSON) on one line: a string as it is, anything else as
-        its JSON; whitespace runs collapsed, redacted, escaped."""
-        return self.redactor.log_value(_WHITESPACE.sub(" ", text_of(value)).strip(), limit)
+        return safe_text(self.redactor, value, limit)
 
     def ident(self, value: Any) -> str:
         """A server's identifier (any JSON) whole, on one line: redacted and escaped

@@ -14,10 +14,13 @@ from mcpl_host.cli.shell.commands import HELP
 
 from .shellterm import Terminal
 
+# The module's --timeout: short, for the tests of what it bounds.
+TIMEOUT = 3
+
 
 @pytest.fixture(scope="module")
 def shell() -> Iterator[Terminal]:
-    terminal = Terminal("--demo")
+    terminal = Terminal("--timeout", str(TIMEOUT), "--demo")
     try:
         # Read once the demo is up: its catalogue is what completion offers.
         terminal.expect(r"\[demo\] 8 tools, 1 resource, 1 resource template, 1 prompt")
@@ -118,6 +121,38 @@ def test_ctrl_c_cancels_the_running_call_not_the_shell(shell: Terminal) -> None:
     time.sleep(0.5)
     shell.child.sendintr()
     shell.expect("cancelled")
+    shell.line("call demo__add a=1 b=1")
+    shell.expect(r'\{"sum": ?2\}', timeout=5)
+    assert "liftoff after 100" not in shell.seen()
+
+
+def test_a_tool_error_is_said_once(shell: Terminal) -> None:
+    # The result opens with saying so; the shell does not say it again after.
+    shell.line("call demo__countdown steps=1000")
+    shell.expect("steps: an integer from 0 to 100")
+    shell.line("help")
+    shell.expect("TAB completes")
+    after = shell.seen().rsplit("call demo__countdown steps=1000", 1)[-1]
+    assert after.count("the tool reported an error (isError)") == 1
+
+
+def test_the_time_spent_answering_a_question_is_not_counted_against_the_timeout(
+    shell: Terminal,
+) -> None:
+    # Reading the request and typing take longer than --timeout: the call that made
+    # the server ask is not failed under the person's fingers.
+    shell.line("call demo__ask what=sample")
+    shell.expect(r"reply \(empty: decline\)>")
+    time.sleep(TIMEOUT + 0.5)
+    shell.line("a considered answer")
+    shell.expect(r"model mcpl-host-shell said: a considered answer|error \(timeout\)")
+    assert "error (timeout)" not in shell.seen()
+
+
+def test_a_call_that_takes_longer_than_the_timeout_is_cancelled(shell: Terminal) -> None:
+    shell.line("call demo__countdown steps=100 delay=0.1")
+    shell.expect(rf"error \(timeout\): no answer within {TIMEOUT} s")
+    # The demo does one thing at a time: this is answered once the countdown stopped.
     shell.line("call demo__add a=1 b=1")
     shell.expect(r'\{"sum": ?2\}', timeout=5)
     assert "liftoff after 100" not in shell.seen()

@@ -1,9 +1,12 @@
-"""The shell's parts that need no terminal: reading a command's arguments, checking an
-elicitation's fields, completion from a catalogue, and the bound on waiting requests."""
+"""The shell's parts that need no terminal: reading a command's arguments, an
+elicitation's form (MCP 2025-11-25's restricted schema: types, choices with titles,
+multi-select, bounds, defaults) and how it is shown, completion from a catalogue, the
+bound on waiting requests and on a server's lines."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -15,10 +18,13 @@ from mcpl_host.cli.args import ShellFlags
 from mcpl_host.cli.shell.commands import parse_arguments, split
 from mcpl_host.cli.shell.complete import ShellCompleter
 from mcpl_host.cli.shell.data import Catalogue, Data, Entry
-from mcpl_host.cli.shell.questions import MAX_WAITING, Questions, _convert
+from mcpl_host.cli.shell.questions import MAX_WAITING, Question, Questions, _convert
 from mcpl_host.cli.shell.screen import Screen
+from mcpl_host.cli.shell.watch import Watch
 from mcpl_host.client.hooks import HookContext
-from mcpl_host.client.types import CreateMessageParams
+from mcpl_host.client.types import CreateMessageParams, ElicitParams, ElicitResult
+from mcpl_host.manager import ServerStatus
+from mcpl_host.protocol.errors import McplHostError
 from mcpl_host.protocol.redact import Redactor
 
 
@@ -141,3 +147,178 @@ def test_requests_waiting_for_the_person_are_bounded_and_withdrawn_when_cancelle
         assert questions.next() is None
 
     asyncio.run(main())
+
+
+# The multi-select and titled fields of MCP 2025-11-25's elicitation schema, as
+# server-everything's trigger-elicitation-request asks them.
+MULTI = {
+    "type": "array",
+    "minItems": 1,
+    "maxItems": 2,
+    "items": {"type": "string", "enum": ["Guitar", "Piano", "Violin"]},
+}
+TITLED = {
+    "type": "string",
+    "oneOf": [{"const": "hero-1", "title": "Superman"}, {"const": "hero-2", "title": "Flash"}],
+}
+LEGACY = {"type": "string", "enum": ["r", "g"], "enumNames": ["Red", "Green"]}
+
+
+@pytest.mark.parametrize(
+    ("text", "schema", "value"),
+    [
+        ("Guitar", MULTI, ["Guitar"]),
+        ("Guitar, Violin", MULTI, ["Guitar", "Violin"]),
+        ("hero-2", TITLED, "hero-2"),
+        ("superman", TITLED, "hero-1"),  # a choice's title stands for it
+        ("Green", LEGACY, "g"),
+        ("100", {"type": "integer", "minimum": 1, "maximum": 100}, 100),
+        ("abc", {"type": "string", "minLength": 3}, "abc"),
+    ],
+)
+def test_an_elicitation_field_takes_its_choices_and_bounds(
+    text: str, schema: dict[str, Any], value: Any
+) -> None:
+    assert _convert(text, schema) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "schema", "said"),
+    [
+        ("Banjo", MULTI, "one of: Guitar, Piano, Violin"),
+        ("Guitar, Piano, Violin", MULTI, "at most 2 choices"),
+        ("", MULTI, "at least 1 choices"),
+        ("hero-9", TITLED, "one of: hero-1, hero-2"),
+        ("500", {"type": "integer", "minimum": 1, "maximum": 100}, "at most 100"),
+        ("-1", {"type": "number", "minimum": 0}, "at least 0"),
+        ("0", {"type": "number", "exclusiveMinimum": 0}, "more than 0"),
+        ("ab", {"type": "string", "minLength": 3}, "at least 3 characters"),
+        ("abcd", {"type": "string", "maxLength": 3}, "at most 3 characters"),
+    ],
+)
+def test_a_value_outside_the_fields_choices_or_bounds_is_asked_again(
+    text: str, schema: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(ValueError, match=said):
+        _convert(text, schema)
+
+
+def _elicit(schema: dict[str, Any], answers: list[str]) -> tuple[ElicitResult, list[str]]:
+    """The form of ``schema`` answered with ``answers`` (after "a" for accept): the
+    result and every prompt's message."""
+    asked: list[str] = []
+    typed = ["a", *answers]
+
+    async def read(message: str) -> str:
+        asked.append(message)
+        return typed[len(asked) - 1]
+
+    async def main() -> Any:
+        questions = Questions(Screen(Redactor()), ShellFlags(), ["demo"])
+        params = ElicitParams(message="Fill in", requested_schema=schema)
+        future = asyncio.get_running_loop().create_future()
+        await questions.answer(Question("elicitation", "demo", params, future), read)
+        return future.result()
+
+    result = asyncio.run(main())
+    assert isinstance(result, ElicitResult)
+    return result, asked
+
+
+def test_the_titled_choices_are_shown_when_the_field_is_asked() -> None:
+    schema = {"type": "object", "properties": {"hero": TITLED}, "required": ["hero"]}
+    result, asked = _elicit(schema, ["hero-2"])
+    assert result.content == {"hero": "hero-2"}
+    assert "hero-1 (Superman)|hero-2 (Flash)" in asked[-1]
+
+
+def test_an_empty_answer_takes_the_default_and_is_refused_for_a_required_field() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "size": {"type": "integer", "default": 3},
+            "note": {"type": "string"},
+        },
+        "required": ["name"],
+    }
+    result, asked = _elicit(schema, ["", "Ada", "", ""])
+    assert result.content == {"name": "Ada", "size": 3}
+    assert "a value is required" in asked[2]
+    assert "empty: 3" in asked[3]
+
+
+def test_an_elicitations_field_text_reaches_the_prompt_escaped() -> None:
+    # The prompt is ANSI(): a control sequence in a server's text would reach the
+    # terminal as is (\x01...\x02 is passed through by prompt_toolkit; OSC 0 sets the
+    # window's title; BEL rings).
+    evil = "\x01\x1b]0;PWNED-TITLE\x07\x02"
+    schema = {
+        "type": "object",
+        "properties": {
+            "note": {"type": "string", "description": "a note " + evil},
+            "pick": {"type": "string", "enum": ["one" + evil, "two"]},
+        },
+        "required": ["note", "pick"],
+    }
+    result, asked = _elicit(schema, ["hello", "three", "two"])
+    assert result.content == {"note": "hello", "pick": "two"}
+    assert "one of:" in asked[-1]  # the refusal, which lists the choices
+    for message in asked:
+        assert not any(ch in message for ch in "\x01\x02\x07\x1b"), message
+
+
+def test_a_url_mode_request_gets_no_content_from_the_elicitation_reply_flag() -> None:
+    async def main() -> Any:
+        flags = ShellFlags(elicitation_reply=("accept", {"name": "Flagged"}))
+        questions = Questions(Screen(Redactor()), flags, ["demo"])
+        hook = questions.options()["elicitation"]
+        params = ElicitParams(message="Sign in", mode="url", url="https://example.com/x")
+        context = HookContext(server="demo", request_id=1, protocol_version=None)
+        return await hook(params, context)
+
+    result = asyncio.run(main())
+    assert result == ElicitResult(action="accept")
+
+
+def test_a_servers_lines_are_bounded_per_kind(capsys: pytest.CaptureFixture[str]) -> None:
+    # No event loop: the count is said when the kind next comes after the interval.
+    screen = Screen(Redactor(), burst=2, interval=0.05)
+    for n in range(5):
+        screen.limited("demo", "log", f"line {n}")
+    screen.limited("demo", "stderr", "other kind")
+    time.sleep(0.06)
+    screen.limited("demo", "log", "line 5")
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "[demo] line 0",
+        "[demo] line 1",
+        "[demo] other kind",
+        "[demo] 2 more log lines not shown in 0.05 s",
+        "[demo] line 4",
+        "[demo] line 5",
+    ]
+
+
+def test_a_failing_server_is_said_to_fail_once_per_reason_and_when_it_gives_up(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    watch = Watch(Screen(Redactor()), lambda _server: None)
+    lost, refused = McplHostError("lost"), McplHostError("refused")
+    for state, error, retrying in [
+        ("connecting", None, False),
+        ("failed", lost, True),
+        ("connecting", None, False),
+        ("failed", lost, True),
+        ("connecting", None, False),
+        ("failed", refused, True),
+        ("connecting", None, False),
+        ("failed", refused, False),
+    ]:
+        watch.on_status(ServerStatus("s", state, error=error, retrying=retrying))  # type: ignore[arg-type]
+    assert capsys.readouterr().out.splitlines() == [
+        "[s] connecting",
+        "[s] failed: lost (will retry)",
+        "[s] failed: refused (will retry)",
+        "[s] failed: refused (not retried)",
+    ]

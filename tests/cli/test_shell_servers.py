@@ -4,12 +4,16 @@ server-everything, on a real pseudo-terminal; and what it says when it cannot ru
 from __future__ import annotations
 
 import json
+import os
+import re
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pexpect
 
+from mcpl_host.cli.shell.screen import BURST, INTERVAL
 from tests.interop.servers import everything
 
 from .helpers import run, server
@@ -153,8 +157,9 @@ def test_without_a_terminal_it_says_so() -> None:
     assert "the shell needs a terminal" in done.stderr
 
 
-# Asks for a sampled message a moment after the handshake, while nothing runs, and
-# logs what it got.
+# A moment after the handshake, while nothing runs, asks two sampling questions in one
+# write (they arrive together, as many requests at once do); then logs every answer it
+# got: "answer ID ok TEXT" or "answer ID error CODE".
 ASKER = """\
 import time
 request = read_initialize()
@@ -164,33 +169,167 @@ for line in sys.stdin:
     if refused_discover(message):
         continue
     if message.get("method") == "notifications/initialized":
-        time.sleep(1.2)
-        send({"jsonrpc": "2.0", "id": "ask-1", "method": "sampling/createMessage", "params": {
-            "messages": [{"role": "user", "content": {"type": "text", "text": "Idle question"}}],
-            "maxTokens": 5}})
-    elif message.get("id") == "ask-1":
-        said = message["result"]["content"]["text"]
+        time.sleep(0.8)
+        asks = [{"jsonrpc": "2.0", "id": f"ask-{n}", "method": "sampling/createMessage",
+                 "params": {"messages": [{"role": "user", "content": {
+                     "type": "text", "text": f"Idle question {n}"}}], "maxTokens": 5}}
+                for n in (1, 2)]
+        sys.stdout.write("".join(json.dumps(a) + "\\n" for a in asks))
+        sys.stdout.flush()
+    elif str(message.get("id", "")).startswith("ask-") and "method" not in message:
+        if "result" in message:
+            said = "ok " + message["result"]["content"]["text"]
+        else:
+            said = "error " + str(message["error"]["code"])
         send({"jsonrpc": "2.0", "method": "notifications/message",
-              "params": {"level": "info", "data": "got " + said}})
+              "params": {"level": "info", "data": f"answer {message['id']} {said}"}})
     elif "id" in message and "method" in message:
         send({"jsonrpc": "2.0", "id": message["id"],
               "error": {"code": -32601, "message": "Method not found"}})
 """
 
 
-def test_a_request_that_comes_while_idle_interrupts_the_prompt_and_keeps_the_typing(
+def test_requests_that_come_together_while_idle_interrupt_the_prompt_and_keep_the_typing(
     tmp_path: Path,
 ) -> None:
+    # The second request asks the prompt to end while it is ending already: nothing
+    # may fail (once, its handler raised and the server got -32603).
     shell = Terminal("--", *server(tmp_path, "asker", ASKER))
     try:
         shell.expect(r"\[python\d*(\.\d+)?\] ready: test-server")
-        shell.send("too")  # half a command, when the question comes
-        shell.expect("Idle question")
-        shell.expect(r"reply \(empty: decline\)>")
-        shell.line("fine")
-        shell.expect(r"log info: got fine")
+        shell.send("too")  # half a command, when the questions come
+        for _ in range(2):
+            shell.expect(r"user: Idle question \d")
+            shell.expect(r"reply \(empty: decline\)>")
+            shell.line("fine")
+        shell.expect_all(r"answer ask-1 \S+ \S+", r"answer ask-2 \S+ \S+")
+        seen = shell.seen()
+        assert "answer ask-1 ok fine" in seen
+        assert "answer ask-2 ok fine" in seen
+        assert "handler failed" not in seen
         shell.line("ls")  # the prompt came back with "too" on it: "tools"
         shell.expect(r"\(no tools\)")
         assert shell.leave() == 0
     finally:
         shell.close()
+
+
+# After the handshake, floods: 3000 log messages in one write, then one that says it
+# is done.
+FLOOD = """\
+request = read_initialize()
+initialized(request, capabilities={"logging": {}})
+for line in sys.stdin:
+    message = json.loads(line)
+    if refused_discover(message):
+        continue
+    if message.get("method") == "notifications/initialized":
+        lines = [json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                             "params": {"level": "info", "data": f"flood {n}"}})
+                 for n in range(3000)]
+        sys.stdout.write("\\n".join(lines) + "\\n")
+        send({"jsonrpc": "2.0", "method": "notifications/message",
+              "params": {"level": "info", "data": "flood over"}})
+    elif "id" in message and "method" in message:
+        send({"jsonrpc": "2.0", "id": message["id"],
+              "error": {"code": -32601, "message": "Method not found"}})
+"""
+
+
+def test_a_flood_of_log_messages_costs_a_bounded_number_of_lines(tmp_path: Path) -> None:
+    # DESIGN 3.12: log lines bounded per kind and interval. A burst is shown, the rest
+    # counted; at the interval's end, the count and the last line ("flood over").
+    shell = Terminal("--", *server(tmp_path, "flood", FLOOD))
+    try:
+        shell.expect(rf"\d+ more log lines not shown in {INTERVAL:g} s")
+        shell.expect("log info: flood over")
+        shown = len(re.findall(r"log info: flood \d+", shell.seen()))
+        # One burst; a few more if reading the flood took longer than an interval.
+        assert BURST <= shown < 5 * BURST
+        assert shell.leave() == 0
+    finally:
+        shell.close()
+
+
+# Says it started (in the file it is given), then exits: fails every attempt alike.
+DIES = """\
+with open(sys.argv[1], "a") as file:
+    file.write("started\\n")
+sys.exit(1)
+"""
+
+
+def test_a_server_that_keeps_failing_for_the_same_reason_is_said_once(tmp_path: Path) -> None:
+    marker = tmp_path / "dies.log"
+    shell = Terminal("--", *server(tmp_path, "dies", DIES), str(marker))
+    try:
+        shell.expect(r"failed: .*\(will retry\)")
+        deadline = time.monotonic() + WAIT
+        while marker.read_text().count("started") < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        shell.line("help")
+        shell.expect("TAB completes")
+        seen = shell.seen()
+        assert len(re.findall(r"\] failed: ", seen)) == 1
+        assert len(re.findall(r"\] connecting", seen)) == 1
+        assert shell.leave() == 0
+    finally:
+        shell.close()
+
+
+def test_an_unknown_protocol_revision_is_a_usage_error() -> None:
+    shell = Terminal("--versions", "1999-01-01", "--demo")
+    try:
+        shell.child.expect(pexpect.EOF, timeout=WAIT)
+        output = str(shell.child.before)
+        shell.child.close()
+        assert "Traceback" not in output
+        assert "unknown protocol revision" in output
+        assert shell.child.exitstatus == 2
+    finally:
+        shell.close()
+
+
+def test_a_history_file_that_cannot_be_written_is_a_usage_error(tmp_path: Path) -> None:
+    shell = Terminal("--history", str(tmp_path / "no-such-dir" / "history"), "--demo")
+    try:
+        shell.child.expect(pexpect.EOF, timeout=WAIT)
+        output = str(shell.child.before)
+        shell.child.close()
+        assert "--history" in output
+        assert "no-such-dir" in output
+        assert shell.child.exitstatus == 2
+    finally:
+        shell.close()
+
+
+def test_a_terminal_that_hangs_up_ends_the_shell_with_129(tmp_path: Path) -> None:
+    # A closed window, a dropped ssh: the kernel sends SIGHUP and every write fails
+    # with EIO. The servers are closed, nothing is said (there is nowhere to), 129.
+    errors = tmp_path / "stderr.txt"
+    child = pexpect.spawn(
+        "/bin/sh",
+        ["-c", f'exec "{sys.executable}" -m mcpl_host.cli shell --demo 2>"{errors}"'],
+        env={**os.environ, "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm"},
+        encoding="utf-8",
+        timeout=WAIT,
+        dimensions=(50, 200),
+    )
+    status: int | None = None
+    try:
+        child.expect(r"\[demo\] 8 tools")
+        os.close(child.child_fd)  # the terminal is gone
+        child.closed = True
+        deadline = time.monotonic() + WAIT
+        while status is None and time.monotonic() < deadline:
+            pid, raw = os.waitpid(child.pid, os.WNOHANG)
+            if pid:
+                status = os.waitstatus_to_exitcode(raw)
+            else:
+                time.sleep(0.1)
+        assert errors.read_text() == ""
+        assert status == 129
+    finally:
+        if status is None:
+            os.kill(child.pid, 9)
+            os.waitpid(child.pid, 0)

@@ -16,16 +16,18 @@ import re
 import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TextIO
 from urllib.parse import urlsplit
 
 from ...auth import TokenStore
 from ...config import InputResolver
 from ...protocol.errors import ConfigurationError
+from ...protocol.profiles import validate_allowlist
 from ...protocol.redact import Redactor
 from ...transports.targets import StdioTarget
 from ..args import Options
 from ..failure import EXIT_USAGE
+from ..logs import LogMask
 from ..targets import DEMO_NAME, Plan, Planned, resolve
 
 __all__ = ["INSTALL", "SHOWN_LIVE", "main"]
@@ -41,12 +43,16 @@ _NOT_A_WORD: Final = re.compile(r"[^A-Za-z0-9-]+")
 
 def main(
     options: Options,
-    redactor: Redactor,
+    mask: LogMask,
     store: TokenStore,
     inputs: Callable[[Collection[str] | None], InputResolver],
+    relog: Callable[[TextIO | None], None],
 ) -> int:
-    """Run the shell; its exit status (2: prompt_toolkit missing, a bad target or
-    config; 128+N: ended by signal N; else 0)."""
+    """Run the shell; its exit status (2: prompt_toolkit missing, a bad target, config,
+    ``--versions`` or ``--history``; 128+N: ended by signal N, 129 also when the
+    terminal went away; else 0). ``mask`` gets the config's secrets; ``relog(stream)``
+    sends the log lines to ``stream`` (None: stderr)."""
+    redactor = mask.redactor
     try:
         import prompt_toolkit  # noqa: F401, PLC0415 - the optional extra
     except ImportError:
@@ -56,11 +62,17 @@ def main(
         sys.stderr.write("mcpl-host: error: the shell needs a terminal (stdin and stdout)\n")
         return EXIT_USAGE
     try:
+        if options.versions is not None:
+            validate_allowlist(options.versions)
         plan = _plan(options, store, inputs)
     except ConfigurationError as exc:
         sys.stderr.write(f"mcpl-host: error: {redactor.log_value(exc.message, 2000)}\n")
         return EXIT_USAGE
-    redactor = Redactor([*redactor.secrets, *plan.redactor.secrets])
+    problem = _unwritable(options.shell.history if options.shell else None)
+    if problem is not None:
+        sys.stderr.write(f"mcpl-host: error: --history: {redactor.log_value(problem, 1000)}\n")
+        return EXIT_USAGE
+    redactor = mask.redactor = Redactor([*redactor.secrets, *plan.redactor.secrets])
     for warning in plan.warnings:
         sys.stderr.write(f"mcpl-host: warning: {redactor.log_value(warning, 1000)}\n")
     servers: dict[str, Any] = {}
@@ -79,7 +91,19 @@ def main(
         return EXIT_USAGE
     from .session import run_session  # noqa: PLC0415 - imports prompt_toolkit
 
-    return run_session(options, servers, redactor)
+    return run_session(options, servers, redactor, relog)
+
+
+def _unwritable(history: str | None) -> str | None:
+    """Why the history file cannot be kept (None: it can, or there is none)."""
+    if history is None:
+        return None
+    try:
+        with open(history, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        return f"{history}: {exc.strerror or exc}"
+    return None
 
 
 def _short_name(planned: Planned) -> str:
@@ -112,10 +136,11 @@ def _plan(
     if not names:
         return resolve(dataclasses.replace(options, all_servers=True), store, inputs)
     plans = [resolve(dataclasses.replace(options, server=n), store, inputs) for n in names]
-    return Plan(
-        [p.servers[0] for p in plans],
-        {},
-        Redactor([s for p in plans for s in p.redactor.secrets]),
-        from_config=True,
-        warnings=plans[0].warnings,
+    return dataclasses.replace(
+        plans[0],
+        servers=[p.servers[0] for p in plans],
+        redactor=Redactor([s for p in plans for s in p.redactor.secrets]),
+        # Each resolve reads the same file: the warnings about it, said once.
+        skipped={},
+        warnings=tuple(dict.fromkeys(w for p in plans for w in p.warnings)),
     )

@@ -17,7 +17,6 @@ from typing import Any, Final
 from ...manager import ConnectionManager
 from ...protocol.errors import McplHostError
 from ..callargs import ArgumentsError, arguments
-from ..jsonvalue import tool_error
 from ..render import render_items, render_result
 from .data import Data, Entry
 from .screen import Screen
@@ -119,7 +118,7 @@ class Commands:
         except McplHostError as exc:
             self.screen.error(exc)
         except LookupError as exc:
-            kind = {"call": "tool", "prompt": "prompt", "read": "resource"}.get(line.command, "")
+            kind = NAMED.get(line.command, "").removesuffix("s")  # "tools": "tool"
             self.screen.problem(
                 f"no {kind} {self.screen.safe(str(exc.args[0] if exc.args else ''), 300)} in "
                 "the catalogue (tools, resources, prompts list it)"
@@ -195,9 +194,7 @@ class Commands:
         entry = self.data.catalogue.get("tools", line.name)
         server = entry.server if entry is not None else None
         result = await self.data.call_tool(line.name, given, self.watch.progress(server))
-        self._show(result, "tools/call")
-        if tool_error(result):
-            self.screen.problem("the tool reported an error (isError)")
+        self._show(result, "tools/call")  # an isError result opens with saying so
 
     async def _do_prompt(self, line: Line) -> None:
         if not line.name:

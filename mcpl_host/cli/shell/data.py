@@ -7,19 +7,31 @@ objects), decoded when shown.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import msgspec
 
-from ...manager import ConnectionManager, Listing
+from ...manager import (
+    ConnectionManager,
+    Listing,
+    PromptEntry,
+    ResourceEntry,
+    ResourceTemplateEntry,
+    ToolEntry,
+)
 from ...protocol.errors import McplHostError
 
 __all__ = ["KINDS", "Catalogue", "Data", "Entry"]
 
 # The kinds, as render.py names them.
 KINDS: Final = ("tools", "resources", "resourceTemplates", "prompts")
+
+# A call's own deadline: none in the library. The shell bounds each command itself,
+# leaving out the time the person spends on a server's questions (.session).
+_UNBOUNDED: Final = math.inf
 
 Progress = Callable[[float, float | None, str | None], None]
 
@@ -91,20 +103,24 @@ class Data:
     async def call_tool(self, name: str, arguments: dict[str, Any], on_progress: Progress) -> Any:
         """The tool's result as plain JSON. Raises what the manager's call_tool raises
         (UnknownTool, ServerUnavailable, OutputSchemaError, RequestError...)."""
-        result = await self._manager.call_tool(name, arguments, on_progress=on_progress)
+        result = await self._manager.call_tool(
+            name, arguments, on_progress=on_progress, timeout=_UNBOUNDED
+        )
         return _plain(result)
 
     async def get_prompt(self, name: str, arguments: dict[str, Any]) -> Any:
-        return _plain(await self._manager.get_prompt(name, arguments))
+        return _plain(await self._manager.get_prompt(name, arguments, timeout=_UNBOUNDED))
 
     async def read_resource(self, name_or_uri: str) -> Any:
         """By catalogue name; or a URI: on the server that lists it, else on the server
         of a template it fits by the template's fixed start, else on the only usable
         server. Raises ``LookupError`` when no server is found for a URI."""
         if self.catalogue.get("resources", name_or_uri) is not None:
-            return _plain(await self._manager.read_resource(name_or_uri))
+            return _plain(await self._manager.read_resource(name_or_uri, timeout=_UNBOUNDED))
         server = self._server_for(name_or_uri)
-        return _plain(await self._manager.read_resource(name_or_uri, server=server))
+        return _plain(
+            await self._manager.read_resource(name_or_uri, server=server, timeout=_UNBOUNDED)
+        )
 
     def _server_for(self, uri: str) -> str:
         for entry in self.catalogue.of("resources"):
@@ -125,7 +141,9 @@ class Data:
 
 
 def _item(entry: Any) -> Any:
-    for member in ("tool", "resource", "template", "prompt"):
-        if hasattr(entry, member):
-            return getattr(entry, member)
+    match entry:
+        case ToolEntry(tool=item) | PromptEntry(prompt=item):
+            return item
+        case ResourceEntry(resource=item) | ResourceTemplateEntry(template=item):
+            return item
     raise McplHostError(f"an entry of no known kind: {type(entry).__name__}")

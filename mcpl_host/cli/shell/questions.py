@@ -109,6 +109,8 @@ class Questions:
             self.screen.note(
                 context.server, f"elicitation request answered from --elicitation-reply: {action}"
             )
+            if params.mode == "url":
+                content = None  # the person acts at the URL; no form is filled in
             return ElicitResult(action=action, content=content)  # type: ignore[arg-type]
         return await self._wait("elicitation", context.server, params)
 
@@ -118,9 +120,8 @@ class Questions:
 
     async def _wait(self, kind: str, server: str | None, params: Any) -> Any:
         if len(self.waiting) >= MAX_WAITING:
-            self.screen.note(
-                server, self.screen.style.bad(f"{kind} request refused: too many waiting")
-            )
+            said = self.screen.style.bad(f"{kind} request refused: too many waiting")
+            self.screen.limited(server, "refused", said)
             raise RequestError(INTERNAL_ERROR, "too many requests are waiting for the user")
         question = Question(kind, server, params, asyncio.get_running_loop().create_future())
         self.waiting.append(question)
@@ -225,14 +226,20 @@ class Questions:
         content: dict[str, Any] = {}
         for key, field in (properties if isinstance(properties, dict) else {}).items():
             spec = field if isinstance(field, Mapping) else {}
+            asked = f"{s.safe(key, 200)} ({_describe(spec, key in required, s.safe)})> "
             while True:
-                text = await ask(f"{s.safe(key, 200)} ({_describe(spec, key in required)})> ")
-                if not text and key not in required:
+                text = await ask(asked)
+                if not text:
+                    if "default" in spec:
+                        content[key] = spec["default"]
+                    elif key in required:
+                        say(s.style.bad("a value is required"))
+                        continue
                     break
                 try:
                     content[key] = _convert(text, spec)
                 except ValueError as exc:
-                    say(s.style.bad(str(exc)))
+                    say(s.style.bad(s.safe(str(exc))))
                     continue
                 break
         return ElicitResult(action="accept", content=content)
@@ -274,30 +281,95 @@ def _uri(root: str) -> str:
     return Path(root).expanduser().resolve().as_uri()
 
 
-def _describe(spec: Mapping[str, Any], required: bool) -> str:
-    kind = spec.get("type", "string")
-    parts = [str(kind)]
+def _choices(spec: Mapping[str, Any]) -> list[tuple[Any, str | None]]:
+    """A field's choices and their titles: ``enum`` (titled by the legacy
+    ``enumNames``), or ``oneOf``/``anyOf`` of ``{const, title}`` (2025-11-25)."""
     enum = spec.get("enum")
     if isinstance(enum, list):
-        parts = ["one of " + "|".join(str(v) for v in enum)]
-    if required:
+        names = spec.get("enumNames")
+        titles = names if isinstance(names, list) and len(names) == len(enum) else []
+        return [(v, str(titles[i]) if titles else None) for i, v in enumerate(enum)]
+    for key in ("oneOf", "anyOf"):
+        options = spec.get(key)
+        if isinstance(options, list):
+            found = [o for o in options if isinstance(o, Mapping) and "const" in o]
+            if found:
+                return [(o["const"], _title(o)) for o in found]
+    return []
+
+
+def _title(spec: Mapping[str, Any]) -> str | None:
+    title = spec.get("title")
+    return title if isinstance(title, str) and title else None
+
+
+def _items(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    items = spec.get("items")
+    return items if isinstance(items, Mapping) else {}
+
+
+def _describe(spec: Mapping[str, Any], required: bool, safe: Callable[[Any], str]) -> str:
+    """What a field's prompt says of it; every server value through ``safe``."""
+    parts: list[str] = []
+    title = spec.get("description") or spec.get("title")
+    if isinstance(title, str) and title:
+        parts.append(safe(title))
+    many = spec.get("type") == "array"
+    choices = _choices(_items(spec) if many else spec)
+    if choices:
+        shown = "|".join(safe(v) + (f" ({safe(t)})" if t else "") for v, t in choices)
+        parts.append(("some of " if many else "one of ") + shown)
+        if many:
+            parts.append("comma-separated")
+    else:
+        parts.append(safe(spec.get("type", "string")))
+    parts.extend(safe(bound) for bound in _bounds(spec))
+    if "default" in spec:
+        parts.append(f"empty: {safe(spec['default'])}")
+    elif required:
         parts.append("required")
     else:
         parts.append("empty: leave out")
-    title = spec.get("description") or spec.get("title")
-    if isinstance(title, str) and title:
-        parts.insert(0, title)
-    return ", ".join(parts)[:300]
+    return ", ".join(parts)[:2000]  # a server may offer thousands of choices
+
+
+def _bounds(spec: Mapping[str, Any]) -> list[str]:
+    words = {
+        "minimum": "at least",
+        "exclusiveMinimum": "more than",
+        "maximum": "at most",
+        "exclusiveMaximum": "less than",
+        "minLength": "characters at least",
+        "maxLength": "characters at most",
+        "minItems": "choices at least",
+        "maxItems": "choices at most",
+        "format": "format",
+    }
+    return [f"{word} {spec[key]}" for key, word in words.items() if key in spec]
 
 
 def _convert(text: str, spec: Mapping[str, Any]) -> Any:
-    """The typed value of a field: its schema's type. Raises ``ValueError`` saying what
-    was expected."""
-    enum = spec.get("enum")
-    if isinstance(enum, list):
-        if text not in [str(v) for v in enum]:
-            raise ValueError("one of: " + ", ".join(str(v) for v in enum))
-        return next(v for v in enum if str(v) == text)
+    """The typed value of a field: its schema's type, choices and bounds. Raises
+    ``ValueError`` saying what was expected (server values in it, to be escaped)."""
+    if spec.get("type") == "array":
+        items = _items(spec)
+        values = [_one(word.strip(), items) for word in text.split(",") if word.strip()]
+        _check(len(values), spec, "minItems", "maxItems", "choices")
+        return values
+    return _one(text, spec)
+
+
+def _one(text: str, spec: Mapping[str, Any]) -> Any:
+    choices = _choices(spec)
+    if choices:
+        for value, _ in choices:
+            if text == str(value):
+                return value
+        wanted = text.strip().casefold()
+        for value, title in choices:
+            if title is not None and title.casefold() == wanted:
+                return value
+        raise ValueError("one of: " + ", ".join(str(v) for v, _ in choices))
     kind = spec.get("type")
     if kind == "boolean":
         lowered = text.strip().lower()
@@ -315,5 +387,22 @@ def _convert(text: str, spec: Mapping[str, Any]) -> Any:
             raise ValueError(f"a number{' (integer)' if kind == 'integer' else ''}")
         if kind == "integer" and not float(value).is_integer():
             raise ValueError("an integer")
-        return int(value) if kind == "integer" else value
+        number = int(value) if kind == "integer" else value
+        _check(number, spec, "minimum", "maximum", "")
+        above, below = spec.get("exclusiveMinimum"), spec.get("exclusiveMaximum")
+        if isinstance(above, (int, float)) and not number > above:
+            raise ValueError(f"more than {above}")
+        if isinstance(below, (int, float)) and not number < below:
+            raise ValueError(f"less than {below}")
+        return number
+    _check(len(text), spec, "minLength", "maxLength", "characters")
     return text
+
+
+def _check(value: float, spec: Mapping[str, Any], low: str, high: str, unit: str) -> None:
+    least, most = spec.get(low), spec.get(high)
+    unit = f" {unit}" if unit else ""
+    if isinstance(least, (int, float)) and value < least:
+        raise ValueError(f"at least {least}{unit}")
+    if isinstance(most, (int, float)) and value > most:
+        raise ValueError(f"at most {most}{unit}")

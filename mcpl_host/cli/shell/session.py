@@ -5,21 +5,29 @@ One thing reads the terminal at a time: the command prompt, or a server's questi
 (:mod:`.questions`), which interrupts the command prompt (the text typed so far is
 kept) or comes while a command runs. Ctrl-C clears the line at the prompt, cancels the
 running command, and refuses the question being asked; Ctrl-D or ``exit`` leaves,
-closing every server. SIGTERM and SIGHUP leave too (exit 128+N).
+closing every server. SIGTERM and SIGHUP leave too (exit 128+N); so does a terminal
+that went away (a write or read fails: taken as SIGHUP).
+
+A command's ``--timeout`` is the shell's own deadline, not the request's: the time a
+server's question spends waiting for the person or being answered is added to it
+(docs/cli.md, "mcpl-host shell").
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import os
 import signal
 import sys
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TextIO
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.application import Application
 from prompt_toolkit.formatted_text import ANSI
-from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.history import DummyHistory, FileHistory, History, InMemoryHistory
 from prompt_toolkit.patch_stdout import patch_stdout
 
 from ... import aio
@@ -34,18 +42,55 @@ from .questions import Questions
 from .screen import Screen
 from .watch import Watch
 
-__all__ = ["run_session"]
+__all__ = ["Relog", "run_session"]
+
+Relog = Callable[[TextIO | None], None]
+"""Sends the command's log lines to a stream (None: stderr again)."""
 
 _PROMPT: Final = "mcpl> "
+# A terminal that went away, as a write to it fails.
+_GONE: Final = frozenset({errno.EIO, errno.EPIPE, errno.ENXIO})
 # What ends a prompt that is not a typed line.
 _INTERRUPTED: Final = "\x00interrupted"
 
 
+class _History(FileHistory):
+    """``--history FILE``, which says once that it cannot be written (the disk filled
+    up, the file was taken away) instead of failing every line."""
+
+    def __init__(self, path: str, screen: Screen) -> None:
+        super().__init__(path)
+        self._screen = screen
+        self._broken = False
+
+    def store_string(self, string: str) -> None:
+        if self._broken:
+            return
+        try:
+            super().store_string(string)
+        except OSError as exc:
+            self._broken = True
+            said = self._screen.safe(exc.strerror or str(exc))
+            self._screen.problem(f"the history file cannot be written ({said}): not kept")
+
+
+def _exit(app: Application[Any], **how: Any) -> None:
+    """End ``app``'s prompt, unless it is not running or ending already (two requests
+    that arrive together both ask the prompt to end: the second must do nothing)."""
+    if app.future is not None and not app.future.done():
+        app.exit(**how)
+
+
 class _Session:
-    def __init__(self, options: Options, servers: Mapping[str, Any], redactor: Redactor) -> None:
+    def __init__(
+        self, options: Options, servers: Mapping[str, Any], redactor: Redactor, relog: Relog
+    ) -> None:
         assert options.shell is not None
         self.options = options
         self.servers = servers
+        self.relog = relog
+        self.hung_up = False
+        self._terminals = [fd for fd in (1, 2) if os.isatty(fd)]  # taken while they are
         self.screen = Screen(redactor)
         self.questions = Questions(self.screen, options.shell, list(servers))
         self.questions.wake = self._wake
@@ -63,26 +108,48 @@ class _Session:
         history: History = (
             InMemoryHistory()
             if options.shell.history is None
-            else FileHistory(options.shell.history)
+            else _History(options.shell.history, self.screen)
         )
         self.prompt: PromptSession[str] = PromptSession(history=history)
-        # A question's own prompt: its answers stay out of the command history.
-        self.asking: PromptSession[str] = PromptSession(history=InMemoryHistory())
+        # A question's own prompt: its answers are kept in no history (up-arrow at a
+        # question recalls nothing; an answer may be a secret).
+        self.asking: PromptSession[str] = PromptSession(history=DummyHistory())
 
     # -- terminal ----------------------------------------------------------------------
 
     def _wake(self) -> None:
         self._arrived.set()
-        app = self.prompt.app
-        if app.is_running and self.running is None:
-            app.exit(result=_INTERRUPTED)
+        if self.running is None:
+            _exit(self.prompt.app, result=_INTERRUPTED)
+
+    def _interrupt_if_asked(self) -> None:
+        """The command prompt's ``pre_run``: a question that came while the prompt was
+        starting ends it at once."""
+        if self.questions.waiting:
+            _exit(self.prompt.app, result=_INTERRUPTED)
 
     def _abort_question(self) -> None:
-        if self.asking.app.is_running:
-            self.asking.app.exit(exception=EOFError())
+        _exit(self.asking.app, exception=EOFError())
 
     async def _ask(self, message: str) -> str:
-        return await self.asking.prompt_async(ANSI(message), handle_sigint=False)
+        try:
+            return await self.asking.prompt_async(ANSI(message), handle_sigint=False)
+        except OSError:
+            self._hang_up()
+            raise EOFError from None
+
+    def _hang_up(self) -> None:
+        """The terminal went away (SIGHUP, or a read or write failed): leave, writing
+        nothing more to it (every write would fail)."""
+        if not self.hung_up:
+            self.hung_up = True
+            _silence(self._terminals)
+        if self.ended is None:
+            self.ended = signal.SIGHUP
+        if self.running is not None:
+            self.running.cancel()
+        for app in (self.prompt.app, self.asking.app):
+            _exit(app, exception=EOFError())
 
     def _on_signal(self, sig: signal.Signals) -> None:
         if sig == signal.SIGINT:
@@ -90,11 +157,13 @@ class _Session:
                 self.running.cancel()
             return
         self.ended = sig
+        if sig == signal.SIGHUP:
+            self._hang_up()
+            return
         if self.running is not None:
             self.running.cancel()
         for app in (self.prompt.app, self.asking.app):
-            if app.is_running:
-                app.exit(exception=EOFError())
+            _exit(app, exception=EOFError())
 
     # -- the catalogue -----------------------------------------------------------------
 
@@ -132,7 +201,16 @@ class _Session:
             loop.add_signal_handler(sig, self._on_signal, sig)
         try:
             with patch_stdout(raw=True):
-                await self._main()
+                # Log lines above the prompt too, not over it.
+                self.relog(sys.stderr)
+                try:
+                    await self._main()
+                finally:
+                    self.relog(None)
+        except OSError as exc:
+            if exc.errno not in _GONE:
+                raise
+            self._hang_up()  # the last of the output could not be written
         finally:
             for sig in handled:
                 loop.remove_signal_handler(sig)
@@ -175,13 +253,20 @@ class _Session:
             if question is not None:
                 await self.questions.answer(question, self._ask)
                 continue
-            self._arrived.clear()
             try:
-                text = await self.prompt.prompt_async(_PROMPT, default=saved, handle_sigint=False)
+                text = await self.prompt.prompt_async(
+                    _PROMPT,
+                    default=saved,
+                    handle_sigint=False,
+                    pre_run=self._interrupt_if_asked,
+                )
             except KeyboardInterrupt:
                 saved = ""
                 continue
             except EOFError:
+                return
+            except OSError:
+                self._hang_up()
                 return
             if text == _INTERRUPTED:
                 saved = self.prompt.default_buffer.text
@@ -193,21 +278,46 @@ class _Session:
                 return
 
     async def _command(self, commands: Commands, text: str) -> bool:
-        """Run one command, answering the questions that come meanwhile. False: leave."""
-        task = asyncio.get_running_loop().create_task(commands.run(text))
+        """Run one command, answering the questions that come meanwhile, within
+        ``--timeout`` less the time spent on questions. False: leave."""
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(commands.run(text))
         self.running = task
+        timeout = self.options.timeout
+        deadline = loop.time() + timeout
+        timed_out = False
         try:
             while not task.done():
+                # Cleared before the queue is read: a question that comes from here on
+                # sets it again, one that came before is in the queue.
                 self._arrived.clear()
-                arrived = asyncio.ensure_future(self._arrived.wait())
-                await asyncio.wait({task, arrived}, return_when=asyncio.FIRST_COMPLETED)
-                arrived.cancel()
                 while (question := self.questions.next()) is not None:
+                    started = loop.time()
                     await self.questions.answer(question, self._ask)
+                    deadline += loop.time() - started
+                left = deadline - loop.time()
+                if task.done():
+                    break
+                if left <= 0:
+                    timed_out = True
+                    task.cancel()
+                    await asyncio.wait({task})
+                    break
+                arrived = loop.create_task(self._arrived.wait())
+                await asyncio.wait(
+                    {task, arrived}, timeout=left, return_when=asyncio.FIRST_COMPLETED
+                )
+                arrived.cancel()
             try:
                 return task.result()
             except asyncio.CancelledError:
-                self.screen.write(self.screen.style.bad("cancelled"))
+                if timed_out and self.ended is None:
+                    self.screen.problem(
+                        f"error (timeout): no answer within {timeout:g} s (--timeout; the "
+                        "time spent answering the servers' questions not counted): cancelled"
+                    )
+                else:
+                    self.screen.write(self.screen.style.bad("cancelled"))
                 return self.ended is None
         finally:
             self.running = None
@@ -223,7 +333,19 @@ def _counted(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {names[k][0] if n == 1 else names[k][1]}" for k, n in counts.items())
 
 
-def run_session(options: Options, servers: Mapping[str, Any], redactor: Redactor) -> int:
+def _silence(terminals: list[int]) -> None:
+    """After a hang-up: what is still to be written to the terminal (Python's last
+    flush) goes nowhere, not into an error about a terminal that is gone."""
+    with contextlib.suppress(OSError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        for fd in terminals:
+            os.dup2(null, fd)
+        os.close(null)
+
+
+def run_session(
+    options: Options, servers: Mapping[str, Any], redactor: Redactor, relog: Relog
+) -> int:
     """Run the shell over ``servers`` (name -> target) until the person leaves; the
-    exit status (0, or 128+N after a signal)."""
-    return asyncio.run(_Session(options, servers, redactor).run())
+    exit status (0, or 128+N after a signal or a hang-up: 129)."""
+    return asyncio.run(_Session(options, servers, redactor, relog).run())

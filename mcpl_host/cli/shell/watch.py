@@ -1,7 +1,9 @@
 """What the servers do while the prompt is up, shown as it happens: state changes
 (connecting, ready, reconnecting, failed), log messages, list changes, resource
 updates, other notifications, stderr lines, a running call's progress, and the wire
-trace once ``trace on``."""
+trace once ``trace on``. What a server makes the shell write is bounded per server and
+kind (:meth:`.screen.Screen.limited`); a state is said when it changes, and a server
+that keeps failing for the same reason is said to fail once."""
 
 from __future__ import annotations
 
@@ -39,7 +41,11 @@ class Watch:
         self._wires: dict[str, WireWatch] = {}
         self.tracing = False
         self._stream: Any = None
-        self._last: dict[str, tuple[str, str | None]] = {}
+        self._last: dict[str, tuple[str, str | None, bool]] = {}
+        # server -> the reason of its last failure, until it is ready (or closed,
+        # disabled) again: each retry goes connecting -> failed, said only when the
+        # reason changes.
+        self._failing: dict[str, tuple[str | None, bool]] = {}
 
     # -- the trace -----------------------------------------------------------------------
 
@@ -65,9 +71,19 @@ class Watch:
     def on_status(self, status: ServerStatus) -> None:
         s = self.screen
         state = status.state
-        said = (state, None if status.error is None else str(status.error))
+        reason = None if status.error is None else str(status.error)
+        said = (state, reason, status.retrying)
+        if state == "failed":
+            failure = (reason, status.retrying)  # giving up is said, though the reason is not new
+            if self._failing.get(status.name) == failure:
+                return  # another failed attempt for the same reason: said once
+            self._failing[status.name] = failure
+        elif state in ("connecting", "reconnecting") and status.name in self._failing:
+            return  # a retry after a failure: its outcome is what is said
+        else:
+            self._failing.pop(status.name, None)
         if self._last.get(status.name) == said:
-            return  # another failed attempt for the same reason: said once
+            return
         self._last[status.name] = said
         paint = s.style.good if state == "ready" else s.style.bad
         if state in ("connecting", "closed", "disabled"):
@@ -90,18 +106,18 @@ class Watch:
             case ServerLog(level=level, logger=logger, data=data):
                 said = data if isinstance(data, str) else msgspec.json.encode(data).decode()
                 source = f" {s.safe(logger, 64)}" if logger else ""
-                s.note(server, f"log {s.safe(level, 16)}{source}: {s.safe(said)}")
+                s.limited(server, "log", f"log {s.safe(level, 16)}{source}: {s.safe(said)}")
             case ListChanged(kind=kind):
-                s.note(server, s.style.dim(f"{s.safe(kind, 32)} list changed"))
+                s.limited(server, "notification", s.style.dim(f"{s.safe(kind, 32)} list changed"))
                 self._changed(server)
             case ResourceUpdated(uri=uri):
-                s.note(server, f"resource updated: {s.safe(uri)}")
+                s.limited(server, "notification", f"resource updated: {s.safe(uri)}")
             case ServerNotification(method=method, params=params):
                 raw = b"" if params is None else bytes(params)
                 shown = " " + s.safe(raw.decode("utf-8", "replace")) if raw else ""
-                s.note(server, f"notification {s.safe(method, 200)}{shown}")
+                s.limited(server, "notification", f"notification {s.safe(method, 200)}{shown}")
             case StderrLine(line=line):
-                s.note(server, s.style.dim(f"stderr: {s.safe(line)}"))
+                s.limited(server, "stderr", s.style.dim(f"stderr: {s.safe(line)}"))
             case Closed():
                 pass  # its status says it
             case _:
@@ -114,6 +130,6 @@ class Watch:
         def show(done: float, total: float | None, message: str | None) -> None:
             of = "" if total is None else f"/{total:g}"
             said = f": {s.safe(message)}" if message else ""
-            s.note(server, f"progress {done:g}{of}{said}")
+            s.limited(server, "progress", f"progress {done:g}{of}{said}")
 
         return show
