@@ -33,7 +33,9 @@ from mcpl_host.manager import (
     UnknownTool,
 )
 from mcpl_host.testing import Script, serve
+from mcpl_host.transports.memory import memory_transport_pair
 
+from ..driver.peer import Peer
 from .helpers import POLICY, speaking_an_old_revision, text, tool, wait_for
 
 ALL = {"tools": {}, "resources": {}, "prompts": {}}
@@ -413,3 +415,60 @@ async def test_a_key_listed_twice_is_kept_once_with_a_warning(
     assert "\x1b" not in warning["key"]  # the server's text, escaped
     assert warning["key"].startswith("a://y")
     assert warning["reason"] == "listed twice"
+
+
+async def test_a_list_read_under_way_when_it_changed_is_not_indexed_as_the_new_one(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # Call A's tools/list is under way when the server says the list changed; a listing
+    # B then reads the new list (kept: the connection's list version becomes v) before
+    # A's answer comes. A's answer is not kept by the cache (its generation is old), but
+    # the manager indexes it under the connection's version of now, v: B's list is what
+    # the cache holds, A's stale index is taken for it, and a tool the server removed
+    # is still found, and called, by name.
+    transport, stream = memory_transport_pair()
+    peer = Peer(stream)
+
+    async def opener() -> Any:
+        return transport
+
+    changes = ListChanges()
+    calls: list[str] = []
+
+    async def answer_call(request: dict[str, Any]) -> None:
+        assert request["method"] == "tools/call", request
+        calls.append(request["params"]["name"])
+        await peer.answer(request, text("ok"))
+
+    async def serve_the_rest() -> None:
+        while True:
+            request = await peer.recv()
+            if request.get("method") == "tools/list":
+                await peer.answer(request, {"tools": [tool("new")]})
+            elif request.get("method") == "tools/call":
+                await answer_call(request)
+
+    with trio.fail_after(60):
+        async with ConnectionManager({"s": opener}, on_event=changes) as manager:
+            await peer.handshake()
+            await manager.wait_ready()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(manager.call_tool, "s__old")  # A
+                first = await peer.expect("tools/list")
+                await peer.send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+                await changes.wait()
+                nursery.start_soon(manager.list_tools)  # B
+                second = await peer.expect("tools/list")
+                await peer.answer(second, {"tools": [tool("new")]})
+                await trio.sleep(1)  # B's listing done, its list kept
+                await peer.answer(first, {"tools": [tool("old"), tool("new")]})
+                await answer_call(await peer.recv())  # A's call, by the list it read
+            listing = await manager.list_tools()
+            assert [entry.name for entry in listing.entries] == ["s__new"]
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(serve_the_rest)
+                # The cached list is B's, without "old": the name is unknown.
+                with pytest.raises(UnknownTool):
+                    await manager.call_tool("s__old")
+                assert calls == ["old"], "a tool no longer listed was called by name"
+                nursery.cancel_scope.cancel()
