@@ -472,3 +472,45 @@ async def test_a_list_read_under_way_when_it_changed_is_not_indexed_as_the_new_o
                     await manager.call_tool("s__old")
                 assert calls == ["old"], "a tool no longer listed was called by name"
                 nursery.cancel_scope.cancel()
+
+
+async def test_calls_by_name_on_a_stateless_server_do_not_list_before_each_call(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # docs/manager.md: a call by name looks its key up "through its connection's cache,
+    # so no request per call". A 2026-07-28 list without ttlMs (and no listen covering
+    # it) is never reused by the cache, so every call by name lists the tools again
+    # first (every page of them): two requests per call, where the last listing (the
+    # one the name came from) would do until the list is known to have changed.
+    transport, stream = memory_transport_pair()
+    peer = Peer(stream)
+
+    async def opener() -> Any:
+        return transport
+
+    methods: list[str] = []
+
+    async def serve_tools() -> None:
+        await peer.discover()
+        while True:
+            try:
+                request = await peer.recv()
+            except EOFError:  # the manager closed
+                return
+            methods.append(request.get("method", ""))
+            if request.get("method") == "tools/list":
+                await peer.answer(request, {"resultType": "complete", "tools": [tool("echo")]})
+            elif request.get("method") == "tools/call":
+                await peer.answer(request, {"resultType": "complete", **text("ok")})
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve_tools)
+            async with ConnectionManager({"s": opener}) as manager:
+                await manager.wait_ready()
+                for _ in range(3):
+                    await manager.call_tool("s__echo")
+                    await trio.sleep(1)
+            nursery.cancel_scope.cancel()
+    assert methods.count("tools/call") == 3
+    assert methods.count("tools/list") == 1, methods
