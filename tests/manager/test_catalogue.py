@@ -514,3 +514,45 @@ async def test_calls_by_name_on_a_stateless_server_do_not_list_before_each_call(
             nursery.cancel_scope.cancel()
     assert methods.count("tools/call") == 3
     assert methods.count("tools/list") == 1, methods
+
+
+async def test_concurrent_calls_by_name_share_one_reading_of_the_list(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # After a list_changed (or at start), each of N calls by name that arrive together
+    # reads the whole list on its own: N tools/list (every page each, N lists held at
+    # once), where one reading per server and kind would serve them all (it would hold
+    # up only calls to that same server).
+    transport, stream = memory_transport_pair()
+    peer = Peer(stream)
+
+    async def opener() -> Any:
+        return transport
+
+    methods: list[str] = []
+
+    async def serve_tools() -> None:
+        await peer.handshake()
+        while True:
+            try:
+                request = await peer.recv()
+            except EOFError:  # the manager closed
+                return
+            methods.append(request.get("method", ""))
+            if request.get("method") == "tools/list":
+                await trio.sleep(1)  # a list of many pages takes a while
+                await peer.answer(request, {"tools": [tool("echo")]})
+            elif request.get("method") == "tools/call":
+                await peer.answer(request, text("ok"))
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve_tools)
+            async with ConnectionManager({"s": opener}) as manager:
+                await manager.wait_ready()
+                async with trio.open_nursery() as calls:
+                    for _ in range(10):
+                        calls.start_soon(manager.call_tool, "s__echo")
+            nursery.cancel_scope.cancel()
+    assert methods.count("tools/call") == 10
+    assert methods.count("tools/list") == 1, methods
