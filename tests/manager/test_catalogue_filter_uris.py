@@ -74,3 +74,34 @@ async def test_an_admitted_uri_is_sent_in_the_spelling_that_was_judged(
                 assert read.contents[0].text == "b"
             await one.wait_done()
             await other.wait_done()
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "notes://MyNote",  # a custom scheme's "host" is often a case-sensitive name
+        "file:///home/%7Ealice/notes.txt",  # the server's own listed spelling
+    ],
+)
+async def test_a_uri_the_filter_has_no_word_on_is_sent_as_the_server_spells_it(
+    autojump_clock: trio.abc.Clock, uri: str
+) -> None:
+    # Servers look resources up by the exact URI they listed (the SDKs' resource maps):
+    # a pattern for other URIs (here: secret://*) must not make the manager send
+    # "notes://mynote" or "~alice", which the server does not know.
+    script = (
+        Script()
+        .handshake(capabilities={"resources": {}})
+        .expect("resources/read", {"uri": uri})
+        .reply({"contents": [{"uri": uri, "text": "kept"}]})
+        .expect_close()
+    )
+    no_secrets = CatalogueFilter(exclude_resources=["secret://*"])
+    with trio.fail_after(60):
+        async with serve(script) as server:
+            async with ConnectionManager({"s": server.target}, filters={"s": no_secrets}) as m:
+                await m.wait_ready()
+                read = await m.read_resource(uri, server="s", timeout=5)
+                assert read.contents[0].text == "kept"
+            await server.wait_done()
+    assert [r["params"]["uri"] for r in server.record.requests("resources/read")] == [uri]
