@@ -58,3 +58,10 @@ def test_an_include_pattern_cannot_be_left_by_a_query_or_an_empty_segment(uri: s
     # A server matching "file:///pub/{+path}" against the whole URI (no query parsing)
     # and joining the path to its root reads /etc/passwd: refused as %2F is.
     assert CatalogueFilter(include_resources=["file:///pub/*"]).admitted_uri(uri) is None
+
+
+def test_normalising_never_makes_a_rootless_path_absolute() -> None:
+    # urlunsplit() gives a scheme it knows to have an authority ("file") one: the
+    # relative "file:notes.txt" is sent as "file:///notes.txt", a file at the root.
+    normal = normalised_uri("file:notes.txt")
+    assert normal is None or not urlsplit(normal).path.startswith("/")
