@@ -26,10 +26,25 @@ import trio
 from .schema import UnsupportedSchema, Validator, validator_for
 from .types import Tool
 
-__all__ = ["ListCache", "ListKind"]
+__all__ = ["ListCache", "ListKind", "key_of"]
 
 ListKind: TypeAlias = Literal["tools", "resources", "resource_templates", "prompts"]
 KINDS: Final[tuple[ListKind, ...]] = ("tools", "resources", "resource_templates", "prompts")
+
+
+# What a call names an item of each kind by: its own key.
+_KEYS: Final[dict[ListKind, str]] = {
+    "tools": "name",
+    "resources": "uri",
+    "resource_templates": "uri_template",
+    "prompts": "name",
+}
+
+
+def key_of(kind: ListKind, item: Any) -> str:
+    """An item's own key: a tool's or prompt's name, a resource's URI, a template's
+    ``uriTemplate``."""
+    return str(getattr(item, _KEYS[kind]))
 
 
 class ListCache:
@@ -38,8 +53,9 @@ class ListCache:
         self._lists: dict[ListKind, list[Any]] = {}
         self._expires: dict[ListKind, float] = {}  # 2026-07-28 lists only
         self._generation: dict[ListKind, int] = dict.fromkeys(KINDS, 0)
-        self._version: dict[ListKind, int] = dict.fromkeys(KINDS, 0)  # every change
-        self._tools: dict[str, Tool] = {}
+        # The last list kept of each kind by own key (the first of a key listed twice),
+        # kept past its ttlMs as the tools' schemas are: what a call by name looks in.
+        self._by_key: dict[ListKind, dict[str, Any]] = {}
         self._validators: dict[str, Validator | UnsupportedSchema | None] = {}
 
     def get(self, kind: ListKind) -> list[Any] | None:
@@ -56,9 +72,11 @@ class ListCache:
     def generation(self, kind: ListKind) -> int:
         return self._generation[kind]
 
-    def version(self, kind: ListKind) -> int:
-        """Changes whenever the list kept for ``kind`` is replaced or dropped."""
-        return self._version[kind]
+    def listed(self, kind: ListKind, key: str) -> Any | None:
+        """The item of own key ``key`` (:func:`key_of`) in the last list of ``kind``
+        kept, even past its ttlMs; None when it is not there or no list is kept (none
+        read yet, or dropped since)."""
+        return self._by_key.get(kind, {}).get(key)
 
     def store(
         self, kind: ListKind, generation: int, items: list[Any], expires: float | None = None
@@ -68,23 +86,24 @@ class ListCache:
         if generation != self._generation[kind]:
             return
         self._lists[kind] = list(items)
-        self._version[kind] += 1
         if expires is None:
             self._expires.pop(kind, None)
         else:
             self._expires[kind] = expires
+        by_key: dict[str, Any] = {}
+        for item in items:
+            by_key.setdefault(key_of(kind, item), item)
+        self._by_key[kind] = by_key
         if kind == "tools":
-            self._tools = {tool.name: tool for tool in items}
             self._validators = {}
 
     def invalidate(self, *kinds: ListKind) -> None:
         for kind in kinds or KINDS:
             self._generation[kind] += 1
-            self._version[kind] += 1
             self._lists.pop(kind, None)
             self._expires.pop(kind, None)
+            self._by_key.pop(kind, None)
             if kind == "tools":
-                self._tools = {}
                 self._validators = {}
 
     @property
@@ -97,7 +116,7 @@ class ListCache:
         once per tool per list read (and shared by equal schemas)."""
         if tool in self._validators:
             return self._validators[tool]
-        declared = self._tools.get(tool)
+        declared: Tool | None = self.listed("tools", tool)
         found: Validator | UnsupportedSchema | None = None
         if declared is not None and declared.output_schema is not None:
             try:

@@ -155,13 +155,14 @@ class ClientCalls(abc.ABC):
 
         return await in_trio(rounds)  # the hooks and the backoff between rounds wait in trio
 
-    def list_version(self, kind: ListKind) -> int:
-        """A number that changes whenever the cached list of ``kind`` (``tools``,
-        ``resources``, ``resource_templates``, ``prompts``) is replaced or dropped (the
-        server said it changed, the transport was replaced, a 2026-07-28 listen had a
-        gap, a new read was kept): what a caller keeping something made from the list
-        compares to know whether it still is."""
-        return self._lists.version(kind)
+    def listed(self, kind: ListKind, key: str) -> Any | None:
+        """The item of ``kind`` (``tools``, ``resources``, ``resource_templates``,
+        ``prompts``) whose own key is ``key`` (a tool's or prompt's name, a resource's
+        URI, a template's ``uriTemplate``) in the last list read and kept, even one past
+        its ``ttlMs``; None when it is not there, or no list is kept (none read yet, or
+        dropped since: the server said it changed, the transport was replaced). No
+        request: what a caller naming an item checks before it reads the list again."""
+        return self._lists.listed(kind, key)
 
     @property
     def max_list_items(self) -> int:

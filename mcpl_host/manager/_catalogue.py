@@ -3,25 +3,28 @@
 Currency comes from each Connection's list caches: a server's ``list_changed``, a
 replaced transport and a 2026-07-28 listen's gap drop its cached list, and the next
 listing reads it again. A call by name reads its name (:mod:`.naming`: the server, then
-the item's own key), checks the server's filter, and finds the key in that server's
-list alone, through the same cache: no other server is read, waited for or locked, and
-nothing runs in the background. The index kept of each server's list (to find a key
-without a scan per call) is rebuilt when the connection's list version changes.
+the item's own key), checks the server's filter, and finds the key in the list that
+server's connection keeps (``Connection.listed``; read again when the key is not
+there): no other server is read, waited for or locked, and nothing runs in the
+background.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
 from .._log import PeerLogBudget, get_logger
-from ..client.cache import KINDS, ListKind
+from ..client.cache import KINDS, ListKind, key_of
 from ..client.connection import Connection
+from ..client.lists import LISTS, declared
 from ..client.types import CallToolResult, GetPromptResult, ReadResourceResult
 from ..config import CatalogueFilter
 from ..driver.pending import ProgressCallback
+from ..protocol.errors import RequestTimeout
 from ._server import ManagedServer
 from .entries import (
     Catalogue,
@@ -38,8 +41,7 @@ from .errors import (
     UnknownResource,
     UnknownTool,
 )
-from .gather import ENTRIES as _ENTRY
-from .gather import Source, gather, own_key, read
+from .gather import ENTRIES, Source, gather, read
 from .naming import split
 
 __all__ = ["CatalogueMethods"]
@@ -63,9 +65,8 @@ class CatalogueMethods:
 
     def _init_catalogue(self, filters: Mapping[str, CatalogueFilter]) -> None:
         self._filters = dict(filters)
-        # Per server and kind: the connection and list version it was made from, and
-        # the server's items by own key (the first of a key listed twice, as listings).
-        self._index: dict[tuple[str, ListKind], tuple[Connection, int, dict[str, Any]]] = {}
+        # One reading at a time of a server's list for calls by name (servers x kinds).
+        self._reading: dict[tuple[str, ListKind], trio.Lock] = {}
         # One budget for the whole manager: a server listing duplicates on every read
         # costs a few lines a minute.
         self._catalogue_log = PeerLogBudget().wrap(_log)
@@ -145,12 +146,12 @@ class CatalogueMethods:
         result with ``is_error``; the result is checked against the tool's
         ``outputSchema`` unless ``validate_output=False``).
 
-        ``timeout`` bounds the call, and each page of a listing it needs first (the
-        name is resolved against the last listing while no server's list changed).
+        ``timeout`` bounds the call, and each page of the server's tool list when the
+        name is not in the one its connection keeps (then read once more).
 
-        Raises :class:`UnknownTool` for a name not in the catalogue (looked up once
-        more, its server's list read afresh, first), :class:`ServerUnavailable` when its
-        server is down, and what Connection.call_tool raises
+        Raises :class:`UnknownTool` for a name not in the catalogue,
+        :class:`ServerUnavailable` when its server is down, the list's own error when it
+        cannot be read, and what Connection.call_tool raises
         (:class:`~mcpl_host.OutputSchemaError`, RequestError, RequestTimeout, ...).
         """
         entry: ToolEntry = await self._resolve("tools", name, timeout)
@@ -235,13 +236,15 @@ class CatalogueMethods:
         )
 
     async def _resolve(self, kind: ListKind, name: str, timeout: float | None) -> Any:
-        """The entry of catalogue name ``name``. Only its own server is read: through
-        the connection's cache, and once more past it when the key is not there.
+        """The entry of catalogue name ``name``. Only its own server's list is looked
+        in: the one its connection keeps, read again (past its cache) when the key is
+        not there.
 
         Raises the Unknown* error of ``kind`` for a name no configured server could
-        have given, a key its filter leaves out (nothing sent) or one it does not list;
-        ServerUnavailable when the server is down; the list's own error when it cannot
-        be read (the name may well be there: it is not called unknown)."""
+        have given, a key its filter leaves out or its server does not list (nothing
+        sent but that list's reading); ServerUnavailable when the server is down; the
+        list's own error when it cannot be read (the name may well be there: it is not
+        called unknown)."""
         parsed = split(name, self._separator)
         if parsed is None or parsed[0] not in self._servers:
             raise _UNKNOWN[kind](name)
@@ -249,22 +252,38 @@ class CatalogueMethods:
         if not self._filters.get(server, _ALL).admits(kind, key):
             raise _UNKNOWN[kind](name)
         conn = self.connection(server)  # a reconnecting one's list waits for it
-        for refresh in (False, True):
-            items = await read(conn, kind, refresh=refresh, timeout=timeout)
-            item = self._indexed(server, conn, kind, items).get(key)
-            if item is not None:
-                return _ENTRY[kind](name, server, item)
-        raise _UNKNOWN[kind](name)
+        if not declared(conn.server_capabilities, kind):
+            raise _UNKNOWN[kind](name)
+        item = conn.listed(kind, key)
+        if item is None:
+            item = await self._read_for(server, conn, kind, key, timeout)
+            if item is None:
+                raise _UNKNOWN[kind](name)
+        return ENTRIES[kind](name, server, item)
 
-    def _indexed(
-        self, server: str, conn: Connection, kind: ListKind, items: list[Any]
-    ) -> dict[str, Any]:
-        version = conn.list_version(kind)
-        kept = self._index.get((server, kind))
-        if kept is not None and kept[0] is conn and kept[1] == version:
-            return kept[2]
-        index: dict[str, Any] = {}
-        for item in items:
-            index.setdefault(own_key(kind, item), item)
-        self._index[server, kind] = (conn, version, index)
-        return index
+    async def _read_for(
+        self, server: str, conn: Connection, kind: ListKind, key: str, timeout: float | None
+    ) -> Any | None:
+        """``key``'s item after reading the server's list of ``kind`` again, past its
+        cache. One reading at a time per server and kind: calls arriving together wait
+        for it (within their own ``timeout``) and find their keys in what it kept."""
+        lock = self._reading.setdefault((server, kind), trio.Lock())
+        try:
+            with trio.fail_after(math.inf if timeout is None else timeout):
+                await lock.acquire()
+        except trio.TooSlowError:
+            raise RequestTimeout(
+                f"the server's {kind} list was still being read after {timeout} s",
+                method=LISTS[kind].method,
+                timeout=timeout or 0.0,
+                server=server,
+            ) from None
+        try:
+            item = conn.listed(kind, key)  # read meanwhile, for the call before this one
+            if item is None:
+                items = await read(conn, kind, refresh=True, timeout=timeout)
+                # Searched as read: a list that changed meanwhile was not kept.
+                item = next((i for i in items if key_of(kind, i) == key), None)
+        finally:
+            lock.release()
+        return item

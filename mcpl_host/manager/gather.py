@@ -12,7 +12,7 @@ from typing import Any, Final, TypeAlias
 import trio
 
 from .._log import RateLimited
-from ..client.cache import ListKind
+from ..client.cache import ListKind, key_of
 from ..client.connection import Connection
 from ..client.lists import declared
 from ..config import CatalogueFilter
@@ -27,7 +27,7 @@ from .entries import (
 )
 from .naming import qualify
 
-__all__ = ["ENTRIES", "Source", "gather", "own_key", "read"]
+__all__ = ["ENTRIES", "Source", "gather", "read"]
 
 Item: TypeAlias = Any  # a Tool, Resource, ResourceTemplate or Prompt
 
@@ -38,15 +38,6 @@ ENTRIES: Final[dict[ListKind, Callable[[str, str, Any], Entry]]] = {
     "resource_templates": ResourceTemplateEntry,
     "prompts": PromptEntry,
 }
-
-
-def own_key(kind: ListKind, item: Item) -> str:
-    """What the item is called on its server, the catalogue name's last part."""
-    if kind == "resources":
-        return str(item.uri)
-    if kind == "resource_templates":
-        return str(item.uri_template)
-    return str(item.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +112,7 @@ def _kept(
     seen: set[str] = set()
     admits_all = source.filter.admits_all
     for item in items:
-        key = own_key(kind, item)
+        key = key_of(kind, item)
         if not admits_all and not source.filter.admits(kind, key):
             continue
         if key in seen:
