@@ -62,28 +62,33 @@ class CatalogueFilter:
             object.__setattr__(self, name, _patterns(getattr(self, name), name) or ())
 
     def admits(self, kind: FilterKind, key: str) -> bool:
-        """Whether the item of ``kind`` with own key ``key`` is shown."""
+        """Whether the item of ``kind`` with own key ``key`` is shown.
+
+        A resource URI (kind ``resources``), when there are resource patterns, must be
+        admitted both as written and in its normalised spelling (:func:`normalised_uri`:
+        ``FILE:///etc/passwd`` is ``file:///etc/passwd``, ``file:///pub/../etc`` is
+        ``file:///etc``), and one that cannot be normalised is not: another spelling
+        of an excluded URI is excluded, and so is the spelling an exclude pattern
+        itself names."""
         if kind == "tools":
             include, exclude = self.include_tools, self.exclude_tools
         elif kind == "prompts":
             include, exclude = self.include_prompts, self.exclude_prompts
         else:
             include, exclude = self.include_resources, self.exclude_resources
-        if any(fnmatchcase(key, pattern) for pattern in exclude):
-            return False
-        return include is None or any(fnmatchcase(key, pattern) for pattern in include)
-
-    def admitted_uri(self, uri: str) -> str | None:
-        """The URI to send when ``uri`` is asked for by itself (not from a listing):
-        ``uri`` as given when no resource pattern is set; else its normalised spelling
-        (:func:`normalised_uri`: what is judged is what is sent) when the resource
-        patterns admit it; None when they do not, or it cannot be judged."""
-        if self.include_resources is None and not self.exclude_resources:
-            return uri
-        normal = normalised_uri(uri)
-        if normal is None or not self.admits("resources", normal):
-            return None
-        return normal
+        if include is None and not exclude:
+            return True
+        spellings = [key]
+        if kind == "resources":
+            normal = normalised_uri(key)
+            if normal is None:
+                return False
+            spellings.append(normal)
+        return all(
+            not any(fnmatchcase(spelling, pattern) for pattern in exclude)
+            and (include is None or any(fnmatchcase(spelling, pattern) for pattern in include))
+            for spelling in spellings
+        )
 
     @property
     def admits_all(self) -> bool:

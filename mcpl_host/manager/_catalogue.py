@@ -189,10 +189,8 @@ class CatalogueMethods:
     ) -> ReadResourceResult:
         """``resources/read``: of the resource of catalogue name ``name_or_uri``; or, with
         ``server``, of the URI ``name_or_uri`` on that server (how an expansion of a
-        resource template is read), which its filter must admit: when the server has
-        resource patterns, the URI is judged, and sent, in its normalised spelling
-        (scheme and host lower-cased, dot segments removed, unreserved escapes decoded),
-        and one with a path separator escaped is refused.
+        resource template is read), which its filter must admit (as written and in its
+        normalised spelling: :meth:`CatalogueFilter.admits`); it is sent as written.
 
         Raises :class:`UnknownResource` for a name not in the catalogue (as
         :meth:`call_tool` raises UnknownTool) or a URI the server's filter leaves out
@@ -201,10 +199,9 @@ class CatalogueMethods:
         """
         if server is not None:
             self._server(server)  # UnknownServer first
-            uri = self._filters.get(server, _ALL).admitted_uri(name_or_uri)
-            if uri is None:
+            if not self._filters.get(server, _ALL).admits("resources", name_or_uri):
                 raise UnknownResource(name_or_uri, server=server)
-            return await self.connection(server).read_resource(uri, timeout=timeout)
+            return await self.connection(server).read_resource(name_or_uri, timeout=timeout)
         entry: ResourceEntry = await self._resolve("resources", name_or_uri, timeout)
         return await self.connection(entry.server).read_resource(
             entry.resource.uri, timeout=timeout

@@ -1,6 +1,6 @@
-"""``CatalogueFilter.admitted_uri``: a URI asked for by itself is judged, and sent, in
-one spelling. What is sent must mean what was written, and a pattern must not be
-passed by the very spelling it names, nor by another spelling of the same file."""
+"""``CatalogueFilter.admits`` on resource URIs: judged as written and normalised. The
+normalised spelling must mean what was written, and a pattern must not be passed by
+the very spelling it names, nor by another spelling of the same file."""
 
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ def test_the_spelling_an_exclude_pattern_names_is_excluded(pattern: str, uri: st
     # normalised: "%7E" becomes "~", "%c3" becomes "%C3", and the exclude no longer
     # matches the very URI it was written for (without patterns the raw text matched).
     assert CatalogueFilter(exclude_resources=[pattern]).admits("resources", uri) is False
-    assert CatalogueFilter(exclude_resources=[pattern]).admitted_uri(uri) is None
 
 
 @pytest.mark.parametrize(
@@ -43,7 +42,7 @@ def test_file_localhost_is_the_same_file_as_no_host() -> None:
     # RFC 8089 2: "localhost" and an empty authority both mean this machine: the same
     # /etc/passwd to every file-URI reader (node's fileURLToPath, urllib).
     hidden = CatalogueFilter(exclude_resources=["file:///etc/*"])
-    assert hidden.admitted_uri("file://localhost/etc/passwd") is None
+    assert hidden.admits("resources", "file://localhost/etc/passwd") is False
 
 
 @pytest.mark.parametrize(
@@ -57,7 +56,7 @@ def test_file_localhost_is_the_same_file_as_no_host() -> None:
 def test_an_include_pattern_cannot_be_left_by_a_query_or_an_empty_segment(uri: str) -> None:
     # A server matching "file:///pub/{+path}" against the whole URI (no query parsing)
     # and joining the path to its root reads /etc/passwd: refused as %2F is.
-    assert CatalogueFilter(include_resources=["file:///pub/*"]).admitted_uri(uri) is None
+    assert CatalogueFilter(include_resources=["file:///pub/*"]).admits("resources", uri) is False
 
 
 def test_normalising_never_makes_a_rootless_path_absolute() -> None:
