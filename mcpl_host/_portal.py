@@ -204,13 +204,6 @@ class Face(abc.ABC):
             if len(self._recent) > _RECENT_FACADES:
                 self._recent.popitem(last=False)
         return found
-        found = self._facades.get(key)
-        if found is None:
-            found = self._facades[key] = Facade(target, self)
-        self._recent[key] = found
-        if len(self._recent) > _RECENT_FACADES:
-            self._recent.popitem(last=False)
-        return found
 
     @staticmethod
     def unwrapped(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:

@@ -24,7 +24,7 @@ def name_problem(server: str, separator: str = SEPARATOR) -> str | None:
         return (
             f"a server's name must not hold the catalogue separator {separator!r}, nor end"
             f" with its start: its catalogue names ({server}{separator}...) could be read"
-            " as another server's"
+            " as another server's; rename it, or give the manager another separator="
         )
     return None
 
