@@ -16,8 +16,10 @@ from mcpl_host.cli.shell.data import Catalogue
 from mcpl_host.cli.shell.questions import Question, Questions, _convert
 from mcpl_host.cli.shell.screen import Screen
 from mcpl_host.cli.shell.session import _Session
+from mcpl_host.cli.shell.watch import Watch
 from mcpl_host.client.hooks import HookContext
 from mcpl_host.client.types import CreateMessageParams, ElicitParams
+from mcpl_host.events import ServerLog
 from mcpl_host.protocol.redact import Redactor
 
 
@@ -161,3 +163,41 @@ def test_a_list_that_keeps_failing_is_said_within_the_budget(
         asyncio.run(main())
     lines = [line for line in capsys.readouterr().out.splitlines() if "not listed" in line]
     assert len(lines) <= 40, f"{len(lines)} lines"
+
+
+def test_an_error_log_in_a_flood_of_debug_logs_is_shown(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # After `loglevel demo debug` a chatty server's debug lines use up the one "log"
+    # budget: its error message in the middle of them is counted, never shown (only the
+    # last line held back is). The library's PeerLogBudget keys a kind by level.
+    watch = Watch(Screen(Redactor()), lambda _server: None)
+    for n in range(100):
+        watch.on_event("demo", ServerLog(level="debug", logger=None, data=f"tick {n}"))
+        if n == 50:
+            watch.on_event("demo", ServerLog(level="error", logger=None, data="disk full"))
+    assert "disk full" in capsys.readouterr().out
+
+
+def test_a_required_text_field_refuses_a_blank_answer() -> None:
+    async def main() -> list[str]:
+        questions = Questions(Screen(Redactor()), ShellFlags(), ["demo"])
+        schema = {
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"],
+        }
+        params = ElicitParams(message="Fill in", requested_schema=schema)
+        future = asyncio.get_running_loop().create_future()
+        typed = iter(["a", "   ", "Ada"])
+        asked: list[str] = []
+
+        async def read(message: str) -> str:
+            asked.append(message)
+            return next(typed)
+
+        await questions.answer(Question("elicitation", "demo", params, future), read)
+        assert future.result().content == {"name": "Ada"}
+        return asked
+
+    asyncio.run(main())
