@@ -201,3 +201,24 @@ def test_a_required_text_field_refuses_a_blank_answer() -> None:
         return asked
 
     asyncio.run(main())
+
+
+def test_a_flood_of_withdrawn_requests_costs_a_bounded_number_of_lines(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A server that sends a request and cancels it, again and again: each makes a
+    # "withdrawn" line (and interrupts the prompt), without bound.
+    async def main() -> None:
+        questions = Questions(Screen(Redactor()), ShellFlags(), ["demo"])
+        hook = questions.options()["sampling"]
+        params = CreateMessageParams(messages=[], max_tokens=1)
+        context = HookContext(server="demo", request_id=1, protocol_version=None)
+        for _ in range(200):
+            task = asyncio.create_task(hook(params, context))
+            await asyncio.sleep(0)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(main())
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) <= 40, f"{len(lines)} lines"
