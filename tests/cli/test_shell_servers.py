@@ -241,7 +241,7 @@ def test_a_flood_of_log_messages_costs_a_bounded_number_of_lines(tmp_path: Path)
     # counted; at the interval's end, the count and the last line ("flood over").
     shell = Terminal("--", *server(tmp_path, "flood", FLOOD))
     try:
-        shell.expect(rf"\d+ more log lines not shown in {INTERVAL:g} s")
+        shell.expect(rf"\d+ more info log lines not shown in {INTERVAL:g} s")
         shell.expect("log info: flood over")
         shown = len(re.findall(r"log info: flood \d+", shell.seen()))
         # One burst; a few more if reading the flood took longer than an interval.

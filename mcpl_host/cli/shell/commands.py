@@ -206,8 +206,7 @@ class Commands:
     async def _do_read(self, line: Line) -> None:
         if not line.name:
             raise ValueError("read NAME|URI: name the resource (TAB lists them)")
-        if not self.data.catalogue.of("resources"):
-            await self.data.refresh()
+        await self._known("resources", line.name)
         self._show(await self.data.read_resource(line.name), "resources/read")
 
     async def _do_loglevel(self, line: Line) -> None:
@@ -233,9 +232,14 @@ class Commands:
         )
 
     async def _known(self, kind: str, name: str) -> None:
-        """Read the catalogue again when ``name`` is not in it (it may have come since)."""
-        if self.data.catalogue.get(kind, name) is None:
-            await self.data.refresh()
+        """Read the catalogue again when ``name`` is not in it (it may have come since);
+        a resource may be named by its listed URI too."""
+        catalogue = self.data.catalogue
+        if catalogue.get(kind, name) is not None:
+            return
+        if kind == "resources" and any(e.item.get("uri") == name for e in catalogue.of(kind)):
+            return
+        await self.data.refresh()
 
     def _show(self, result: Any, method: str) -> None:
         s = self.screen

@@ -98,7 +98,8 @@ class Questions:
     async def _sampling(self, params: CreateMessageParams, context: HookContext) -> Any:
         reply = self.flags.sampling_reply
         if reply is not None:
-            self.screen.note(context.server, "sampling request answered from --sampling-reply")
+            said = "sampling request answered from --sampling-reply"
+            self.screen.limited(context.server, "answered", said)
             return _sampled(reply)
         return await self._wait("sampling", context.server, params)
 
@@ -106,9 +107,8 @@ class Questions:
         given = self.flags.elicitation_reply
         if given is not None:
             action, content = given
-            self.screen.note(
-                context.server, f"elicitation request answered from --elicitation-reply: {action}"
-            )
+            said = f"elicitation request answered from --elicitation-reply: {action}"
+            self.screen.limited(context.server, "answered", said)
             if params.mode == "url":
                 content = None  # the person acts at the URL; no form is filled in
             return ElicitResult(action=action, content=content)  # type: ignore[arg-type]
@@ -132,7 +132,8 @@ class Questions:
             question.withdrawn = True
             if question in self.waiting:
                 self.waiting.remove(question)
-            self.screen.note(server, self.screen.style.dim(f"the {kind} request was withdrawn"))
+            said = self.screen.style.dim(f"the {kind} request was withdrawn")
+            self.screen.limited(server, "withdrawn", said)
             if self.current is question:
                 self.abort()
             raise
@@ -155,6 +156,9 @@ class Questions:
             shown.append(text)
 
         async def asked(message: str) -> str:
+            if question.withdrawn:
+                # Withdrawn between two prompts (abort() had no prompt to close).
+                raise EOFError
             # What the request says opens its first prompt.
             told = "".join(f"{line}\n" for line in shown)
             shown.clear()
@@ -229,7 +233,7 @@ class Questions:
             asked = f"{s.safe(key, 200)} ({_describe(spec, key in required, s.safe)})> "
             while True:
                 text = await ask(asked)
-                if not text:
+                if not text.strip():
                     if "default" in spec:
                         content[key] = spec["default"]
                     elif key in required:
@@ -335,17 +339,17 @@ def _describe(spec: Mapping[str, Any], required: bool, safe: Callable[[Any], str
 
 def _bounds(spec: Mapping[str, Any]) -> list[str]:
     words = {
-        "minimum": "at least",
-        "exclusiveMinimum": "more than",
-        "maximum": "at most",
-        "exclusiveMaximum": "less than",
-        "minLength": "characters at least",
-        "maxLength": "characters at most",
-        "minItems": "choices at least",
-        "maxItems": "choices at most",
-        "format": "format",
+        "minimum": "at least {}",
+        "exclusiveMinimum": "more than {}",
+        "maximum": "at most {}",
+        "exclusiveMaximum": "less than {}",
+        "minLength": "at least {} characters",
+        "maxLength": "at most {} characters",
+        "minItems": "at least {} choices",
+        "maxItems": "at most {} choices",
+        "format": "format {}",
     }
-    return [f"{word} {spec[key]}" for key, word in words.items() if key in spec]
+    return [word.format(spec[key]) for key, word in words.items() if key in spec]
 
 
 def _convert(text: str, spec: Mapping[str, Any]) -> Any:
@@ -353,10 +357,18 @@ def _convert(text: str, spec: Mapping[str, Any]) -> Any:
     ``ValueError`` saying what was expected (server values in it, to be escaped)."""
     if spec.get("type") == "array":
         items = _items(spec)
-        values = [_one(word.strip(), items) for word in text.split(",") if word.strip()]
+        values: list[Any] = []
+        for word in text.split(","):
+            if word.strip() and not _among(value := _one(word.strip(), items), values):
+                values.append(value)  # a choice typed twice counts once
         _check(len(values), spec, "minItems", "maxItems", "choices")
         return values
     return _one(text, spec)
+
+
+def _among(value: Any, values: list[Any]) -> bool:
+    # By type too: JSON's true is not its 1.
+    return any(type(v) is type(value) and v == value for v in values)
 
 
 def _one(text: str, spec: Mapping[str, Any]) -> Any:

@@ -87,6 +87,12 @@ class Screen:
         if window.suppressed == 1:
             _later(window.started + self.interval - now, lambda: self._end(key, window))
 
+    def flush(self) -> None:
+        """Say every count and last line still held back (at leaving)."""
+        windows, self._windows = self._windows, {}
+        for key, window in windows.items():
+            self._said(key, window)
+
     def _end(self, key: tuple[str | None, str], window: _Window) -> None:
         if self._windows.get(key) is window:
             del self._windows[key]

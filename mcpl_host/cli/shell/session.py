@@ -105,6 +105,10 @@ class _Session:
         self._refreshing: asyncio.Task[None] | None = None
         self._stale: set[str] = set()
         self._counts: dict[str, dict[str, int]] = {}
+        # server -> why it was last not listed, said once until it changes; and why the
+        # catalogue could not be read at all (None: it could), the same.
+        self._unlisted: dict[str, str] = {}
+        self._unread: str | None = None
         history: History = (
             InMemoryHistory()
             if options.shell.history is None
@@ -132,6 +136,8 @@ class _Session:
         _exit(self.asking.app, exception=EOFError())
 
     async def _ask(self, message: str) -> str:
+        if self.ended is not None:
+            raise EOFError  # leaving: no question is asked any more
         try:
             return await self.asking.prompt_async(ANSI(message), handle_sigint=False)
         except OSError:
@@ -144,22 +150,22 @@ class _Session:
         if not self.hung_up:
             self.hung_up = True
             _silence(self._terminals)
-        if self.ended is None:
-            self.ended = signal.SIGHUP
-        if self.running is not None:
-            self.running.cancel()
-        for app in (self.prompt.app, self.asking.app):
-            _exit(app, exception=EOFError())
+        self._leave(signal.SIGHUP)
 
     def _on_signal(self, sig: signal.Signals) -> None:
         if sig == signal.SIGINT:
             if self.running is not None and not self.running.done():
                 self.running.cancel()
-            return
-        self.ended = sig
-        if sig == signal.SIGHUP:
+        elif sig == signal.SIGHUP:
             self._hang_up()
-            return
+        else:
+            self._leave(sig)
+
+    def _leave(self, sig: signal.Signals) -> None:
+        """Leave with 128+``sig`` (the first signal's, if several came): cancel the
+        running command, close both prompts; no question is asked from here on."""
+        if self.ended is None:
+            self.ended = sig
         if self.running is not None:
             self.running.cancel()
         for app in (self.prompt.app, self.asking.app):
@@ -177,20 +183,32 @@ class _Session:
     async def _refresh(self) -> None:
         await self._entered.wait()  # a server may be ready before the manager returns
         assert self.data is not None
+        s = self.screen
         while self._stale:
             stale, self._stale = self._stale, set()
-            with contextlib.suppress(Exception):
+            try:
                 found = await self.data.refresh()
-                for server in sorted(stale):
-                    error = found.errors.get(server)
-                    if error is not None:
-                        said = self.screen.safe(error)
-                        self.screen.note(server, self.screen.style.bad(f"not listed: {said}"))
-                        continue
-                    counts = found.count(server)
-                    if counts != self._counts.get(server):
-                        self._counts[server] = counts
-                        self.screen.note(server, _counted(counts))
+            except Exception as exc:  # a background read: said, not raised
+                said = s.safe(str(exc) or type(exc).__name__)
+                if said != self._unread:
+                    self._unread = said
+                    s.limited(None, "catalogue", s.style.bad(f"the catalogue was not read: {said}"))
+                continue
+            self._unread = None
+            # Through the budget too: a flood of list_changed makes a reading each.
+            for server in sorted(stale):
+                error = found.errors.get(server)
+                if error is not None:
+                    said = s.safe(error)
+                    if self._unlisted.get(server) != said:
+                        self._unlisted[server] = said
+                        s.limited(server, "catalogue", s.style.bad(f"not listed: {said}"))
+                    continue
+                self._unlisted.pop(server, None)
+                counts = found.count(server)
+                if counts != self._counts.get(server):
+                    self._counts[server] = counts
+                    s.limited(server, "catalogue", _counted(counts))
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -206,6 +224,7 @@ class _Session:
                 try:
                     await self._main()
                 finally:
+                    self.screen.flush()  # the counts and last lines still held back
                     self.relog(None)
         except OSError as exc:
             if exc.errno not in _GONE:
@@ -291,7 +310,7 @@ class _Session:
                 # Cleared before the queue is read: a question that comes from here on
                 # sets it again, one that came before is in the queue.
                 self._arrived.clear()
-                while (question := self.questions.next()) is not None:
+                while self.ended is None and (question := self.questions.next()) is not None:
                     started = loop.time()
                     await self.questions.answer(question, self._ask)
                     deadline += loop.time() - started
@@ -310,6 +329,10 @@ class _Session:
                 arrived.cancel()
             try:
                 return task.result()
+            except Exception as exc:  # a fault ends the command, not the shell
+                said = self.screen.safe(f"{type(exc).__name__}: {exc}")
+                self.screen.problem(f"error (unexpected): {said}")
+                return self.ended is None
             except asyncio.CancelledError:
                 if timed_out and self.ended is None:
                     self.screen.problem(

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final, get_args
 
 import msgspec
 
+from ...client.types import LoggingLevel
 from ...events import (
     Closed,
     Event,
@@ -27,6 +28,11 @@ from ..trace import WireWatch
 from .screen import Screen
 
 __all__ = ["Watch"]
+
+# A log message's budget is its level's (as the library's PeerLogBudget keys a kind by
+# level): an error in a flood of debug lines is shown. A level outside MCP's eight
+# shares one budget, so a server cannot make kinds without end.
+_LEVELS: Final = frozenset(get_args(LoggingLevel))
 
 
 class Watch:
@@ -106,7 +112,8 @@ class Watch:
             case ServerLog(level=level, logger=logger, data=data):
                 said = data if isinstance(data, str) else msgspec.json.encode(data).decode()
                 source = f" {s.safe(logger, 64)}" if logger else ""
-                s.limited(server, "log", f"log {s.safe(level, 16)}{source}: {s.safe(said)}")
+                kind = f"{level} log" if level in _LEVELS else "log"
+                s.limited(server, kind, f"log {s.safe(level, 16)}{source}: {s.safe(said)}")
             case ListChanged(kind=kind):
                 s.limited(server, "notification", s.style.dim(f"{s.safe(kind, 32)} list changed"))
                 self._changed(server)
