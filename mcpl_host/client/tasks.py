@@ -570,7 +570,7 @@ class TaskCalls(ClientCalls):
         responder = Responder(captured, key, method, redactor=self.redactor)
         body = Raw(msgspec.json.encode(params if isinstance(params, dict) else {}))
         try:
-            value = await handler(ServerRequest(method, key, body, responder))
+            value = await handler(ServerRequest(method, key, body, responder, server=self.name))
         except msgspec.ValidationError as exc:
             raise ProtocolError(
                 f"input request {self.redactor.log_value(key, 64)!r} ({method}) does not fit: "

@@ -376,7 +376,9 @@ class Inbound:
         self._spawn(
             self._serve,
             epoch,
-            ServerRequest(request.method, request.id, request.params, responder),
+            ServerRequest(
+                request.method, request.id, request.params, responder, server=self.server
+            ),
             handler,
             scope,
             key,

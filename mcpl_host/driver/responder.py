@@ -146,17 +146,26 @@ async def ping(_request: ServerRequest) -> Any:
 
 
 class ServerRequest:
-    """A request from the server, as a handler receives it."""
+    """A request from the server, as a handler receives it. ``server`` is the name of
+    the connection it came on (None for an unnamed one): one handler may serve many
+    servers, as a manager's do."""
 
-    __slots__ = ("id", "method", "params", "responder")
+    __slots__ = ("id", "method", "params", "responder", "server")
 
     def __init__(
-        self, method: str, request_id: RequestId, params: Raw | None, responder: Responder
+        self,
+        method: str,
+        request_id: RequestId,
+        params: Raw | None,
+        responder: Responder,
+        *,
+        server: str | None = None,
     ) -> None:
         self.method = method
         self.id = request_id
         self.params = params
         self.responder = responder
+        self.server = server
 
     def decode_params(self, type_: type[T]) -> T:
         """``params`` decoded as ``type_`` (absent params decode as ``{}``).

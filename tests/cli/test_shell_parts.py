@@ -18,7 +18,7 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from mcpl_host import RequestError
+from mcpl_host import RequestError, ServerRequest
 from mcpl_host.cli.args import Options, ShellFlags
 from mcpl_host.cli.shell.commands import parse_arguments, split
 from mcpl_host.cli.shell.complete import ShellCompleter
@@ -29,6 +29,7 @@ from mcpl_host.cli.shell.session import _Session
 from mcpl_host.cli.shell.watch import Watch
 from mcpl_host.client.hooks import HookContext
 from mcpl_host.client.types import CreateMessageParams, ElicitParams, ElicitResult
+from mcpl_host.driver.responder import Responder
 from mcpl_host.events import ServerLog
 from mcpl_host.manager import ServerStatus
 from mcpl_host.protocol.errors import McplHostError
@@ -134,7 +135,7 @@ def test_completion_offers_commands_names_and_the_arguments_not_yet_given() -> N
 
 def test_requests_waiting_for_the_person_are_bounded_and_withdrawn_when_cancelled() -> None:
     async def main() -> None:
-        questions = Questions(Screen(Redactor()), ShellFlags(), ["demo"])
+        questions = Questions(Screen(Redactor()), ShellFlags())
         hook = questions.options()["sampling"]
         params = CreateMessageParams(messages=[], max_tokens=1)
         context = HookContext(server="demo", request_id=1, protocol_version=None)
@@ -152,6 +153,23 @@ def test_requests_waiting_for_the_person_are_bounded_and_withdrawn_when_cancelle
             task.cancel()
         await asyncio.gather(*waiting, return_exceptions=True)
         assert questions.next() is None
+
+    asyncio.run(main())
+
+
+def test_a_roots_request_is_asked_as_its_servers() -> None:
+    # Several servers share the one roots handler: the question names the one asking.
+    async def main() -> None:
+        questions = Questions(Screen(Redactor()), ShellFlags())
+        handler = questions.options()["handlers"]["roots/list"]
+        request = ServerRequest("roots/list", 1, None, Responder(None, 1, "roots/list"), server="b")
+        asking = asyncio.create_task(handler(request))
+        await asyncio.sleep(0)
+        question = questions.next()
+        assert question is not None
+        assert (question.kind, question.server) == ("roots", "b")
+        asking.cancel()
+        await asyncio.gather(asking, return_exceptions=True)
 
     asyncio.run(main())
 
@@ -221,7 +239,7 @@ def _elicit(schema: dict[str, Any], answers: list[str]) -> tuple[ElicitResult, l
         return typed[len(asked) - 1]
 
     async def main() -> Any:
-        questions = Questions(Screen(Redactor()), ShellFlags(), ["demo"])
+        questions = Questions(Screen(Redactor()), ShellFlags())
         params = ElicitParams(message="Fill in", requested_schema=schema)
         future = asyncio.get_running_loop().create_future()
         await questions.answer(Question("elicitation", "demo", params, future), read)
@@ -278,7 +296,7 @@ def test_an_elicitations_field_text_reaches_the_prompt_escaped() -> None:
 def test_a_url_mode_request_gets_no_content_from_the_elicitation_reply_flag() -> None:
     async def main() -> Any:
         flags = ShellFlags(elicitation_reply=("accept", {"name": "Flagged"}))
-        questions = Questions(Screen(Redactor()), flags, ["demo"])
+        questions = Questions(Screen(Redactor()), flags)
         hook = questions.options()["elicitation"]
         params = ElicitParams(message="Sign in", mode="url", url="https://example.com/x")
         context = HookContext(server="demo", request_id=1, protocol_version=None)
@@ -348,7 +366,7 @@ def test_a_flood_of_requests_answered_from_the_flags_costs_a_bounded_number_of_l
     # thousands makes thousands of lines (docs: "at most 32 lines per kind every 3 s").
     async def main() -> None:
         flags = ShellFlags(sampling_reply="ok")
-        questions = Questions(Screen(Redactor()), flags, ["demo"])
+        questions = Questions(Screen(Redactor()), flags)
         hook = questions.options()["sampling"]
         params = CreateMessageParams(messages=[], max_tokens=1)
         context = HookContext(server="demo", request_id=1, protocol_version=None)
@@ -365,7 +383,7 @@ def test_a_question_withdrawn_between_its_prompts_is_asked_no_further() -> None:
     # question's prompt has already ended, so abort() closes nothing): its fields must
     # not be asked one by one for a request that is gone.
     async def main() -> list[str]:
-        questions = Questions(Screen(Redactor()), ShellFlags(), ["demo"])
+        questions = Questions(Screen(Redactor()), ShellFlags())
         hook = questions.options()["elicitation"]
         schema = {
             "type": "object",
@@ -489,7 +507,7 @@ def test_an_error_log_in_a_flood_of_debug_logs_is_shown(
 
 def test_a_required_text_field_refuses_a_blank_answer() -> None:
     async def main() -> list[str]:
-        questions = Questions(Screen(Redactor()), ShellFlags(), ["demo"])
+        questions = Questions(Screen(Redactor()), ShellFlags())
         schema = {
             "type": "object",
             "properties": {"name": {"type": "string"}},
@@ -517,7 +535,7 @@ def test_a_flood_of_withdrawn_requests_costs_a_bounded_number_of_lines(
     # A server that sends a request and cancels it, again and again: each makes a
     # "withdrawn" line (and interrupts the prompt), without bound.
     async def main() -> None:
-        questions = Questions(Screen(Redactor()), ShellFlags(), ["demo"])
+        questions = Questions(Screen(Redactor()), ShellFlags())
         hook = questions.options()["sampling"]
         params = CreateMessageParams(messages=[], max_tokens=1)
         context = HookContext(server="demo", request_id=1, protocol_version=None)

@@ -133,6 +133,17 @@ async def test_handler_result_error_and_failure() -> None:
     assert any(e["event"] == "handler failed" for e in logs)
 
 
+async def test_a_handler_is_told_which_server_asks() -> None:
+    # One handler may serve many connections (a manager's): the request names its own.
+    async def who(request: ServerRequest) -> Any:
+        return {"server": request.server}
+
+    with trio.fail_after(5):
+        async with connected(handlers={"a/who": who}, name="alpha") as (_conn, peer, _nursery):
+            await peer.send(b'{"jsonrpc":"2.0","id":1,"method":"a/who"}')
+            assert await peer.recv_line() == b'{"jsonrpc":"2.0","id":1,"result":{"server":"alpha"}}'
+
+
 async def test_handler_that_answers_then_fails_sends_one_answer() -> None:
     async def answers_then_fails(request: ServerRequest) -> Any:
         await request.responder.respond({"ok": True})

@@ -67,15 +67,13 @@ class Questions:
     """The queue of requests, and the hooks that fill it. ``wake()`` is called when one
     arrives; ``abort()`` when the one being asked is withdrawn."""
 
-    def __init__(self, screen: Screen, flags: ShellFlags, servers: list[str]) -> None:
+    def __init__(self, screen: Screen, flags: ShellFlags) -> None:
         self.screen = screen
         self.flags = flags
         self.waiting: deque[Question] = deque()
         self.current: Question | None = None
         self.wake: Callable[[], None] = lambda: None
         self.abort: Callable[[], None] = lambda: None
-        # roots/list reaches a handler without its server's name: named when only one.
-        self._only = servers[0] if len(servers) == 1 else None
         self._say: Callable[[str], None] = lambda _text: None
 
     def options(self) -> dict[str, Any]:
@@ -115,8 +113,8 @@ class Questions:
         return await self._wait("elicitation", context.server, params)
 
     async def _roots(self, request: ServerRequest) -> Any:
-        del request  # asked of the person: the params carry nothing
-        return await self._wait("roots", self._only, None)
+        # Asked of the person: the params carry nothing, the request its server's name.
+        return await self._wait("roots", request.server, None)
 
     async def _wait(self, kind: str, server: str | None, params: Any) -> Any:
         if len(self.waiting) >= MAX_WAITING:

@@ -92,7 +92,7 @@ class _Session:
         self.hung_up = False
         self._terminals = [fd for fd in (1, 2) if os.isatty(fd)]  # taken while they are
         self.screen = Screen(redactor)
-        self.questions = Questions(self.screen, options.shell, list(servers))
+        self.questions = Questions(self.screen, options.shell)
         self.questions.wake = self._wake
         self.questions.abort = self._abort_question
         self.data: Data | None = None
