@@ -54,7 +54,6 @@ _UNKNOWN: Final[dict[ListKind, type[UnknownName]]] = {
     "resource_templates": UnknownResource,
     "prompts": UnknownPrompt,
 }
-_ALL: Final = CatalogueFilter()
 
 
 class CatalogueMethods:
@@ -199,7 +198,7 @@ class CatalogueMethods:
         """
         if server is not None:
             self._server(server)  # UnknownServer first
-            if not self._filters.get(server, _ALL).admits("resources", name_or_uri):
+            if not self._filters[server].admits("resources", name_or_uri):
                 raise UnknownResource(name_or_uri, server=server)
             return await self.connection(server).read_resource(name_or_uri, timeout=timeout)
         entry: ResourceEntry = await self._resolve("resources", name_or_uri, timeout)
@@ -215,7 +214,7 @@ class CatalogueMethods:
         sources: list[Source] = []
         for name, server in self._servers.items():
             status, conn = server.status, server.connection
-            catalogue_filter = self._filters.get(name, _ALL)
+            catalogue_filter = self._filters[name]
             if status.state == "ready" and conn is not None:
                 sources.append(Source(name, conn, None, catalogue_filter))
             else:
@@ -246,7 +245,7 @@ class CatalogueMethods:
         if parsed is None or parsed[0] not in self._servers:
             raise _UNKNOWN[kind](name)
         server, key = parsed
-        if not self._filters.get(server, _ALL).admits(kind, key):
+        if not self._filters[server].admits(kind, key):
             raise _UNKNOWN[kind](name)
         conn = self.connection(server)  # a reconnecting one's list waits for it
         if not declared(conn.server_capabilities, kind):

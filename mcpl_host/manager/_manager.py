@@ -363,15 +363,15 @@ class ConnectionManager(OwnsNursery, CatalogueMethods):
 def _filters(
     servers: Mapping[str, ServerSpec], given: Mapping[str, CatalogueFilter]
 ) -> dict[str, CatalogueFilter]:
-    """Each server's catalogue filter: the one given for it, else its config entry's."""
+    """Each server's catalogue filter: the one given for it, else its config entry's,
+    else one that admits everything."""
     for name, value in given.items():
         if name not in servers:
             raise ConfigurationError(f"filters names {name!r}, which is not a configured server")
         if not isinstance(value, CatalogueFilter):
             raise TypeError(f"filters[{name!r}] must be a CatalogueFilter")
-    found = {
-        name: spec.filter
+    return {
+        name: given.get(name)
+        or (spec.filter if isinstance(spec, ServerConfig) else CatalogueFilter())
         for name, spec in servers.items()
-        if isinstance(spec, ServerConfig) and not spec.filter.admits_all
     }
-    return {**found, **given}
