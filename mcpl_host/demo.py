@@ -246,6 +246,7 @@ class Session:
 
     def __init__(self) -> None:
         self.client_capabilities: dict[str, Any] = {}
+        self.version: str | None = None  # the revision initialize answered
         self.log_level = "info"
         self.subscriptions: set[str] = set()
 
@@ -337,10 +338,11 @@ def _initialize(id_: Any, params: dict[str, Any], session: Session) -> dict[str,
     capabilities = params.get("capabilities")
     session.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
     asked = params.get("protocolVersion")
+    session.version = asked if asked in SUPPORTED else SUPPORTED[0]
     return _result(
         id_,
         {
-            "protocolVersion": asked if asked in SUPPORTED else SUPPORTED[0],
+            "protocolVersion": session.version,
             "capabilities": {
                 "tools": {},
                 "resources": {"subscribe": True},
@@ -678,8 +680,23 @@ class _StdioSession(Session):
         return False
 
 
+def answer_line(line: bytes, session: Session | None = None) -> Any:
+    """What to write back for one line of input: a message, a batch's array of answers,
+    or None (nothing)."""
+    try:
+        message = _DECODER.decode(line)
+    except msgspec.DecodeError:
+        return _error(None, -32700, "Parse error")
+    if isinstance(message, list):  # 2025-03-26 batches, answered whole
+        answers = [a for a in (handle(m, session) for m in message) if a is not None]
+        return answers or None
+    return handle(message, session)
+
+
+_DECODER: Final = msgspec.json.Decoder()
+
+
 def main() -> None:
-    decoder = msgspec.json.Decoder()
     encoder = msgspec.json.Encoder()
     out = sys.stdout.buffer
 
@@ -689,16 +706,7 @@ def main() -> None:
 
     session = _StdioSession(write)
     for line in session.lines():
-        try:
-            message = decoder.decode(line)
-        except msgspec.DecodeError:
-            answer: Any = _error(None, -32700, "Parse error")
-        else:
-            if isinstance(message, list):  # 2025-03-26 batches, answered whole
-                answers = [a for a in (handle(m, session) for m in message) if a is not None]
-                answer = answers or None
-            else:
-                answer = handle(message, session)
+        answer = answer_line(line, session)
         if answer is not None:
             write(answer)
 

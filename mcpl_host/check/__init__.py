@@ -1,0 +1,31 @@
+"""``mcpl-host check``: a server's wire conformance, rule by rule (docs/check.md).
+
+:func:`check` runs the probes against one server and returns a :class:`Report`; each
+probe module declares the rules it judges. The modules: :mod:`.rules` (rules, verdicts,
+findings, the registry), :mod:`.wire` and :mod:`.httpwire` (one raw connection),
+:mod:`.context` (what a probe works with), :mod:`.run` (running them), :mod:`.report`
+(the result and its JSON); the probes by group: :mod:`.lifecycle`.
+"""
+
+from __future__ import annotations
+
+from . import lifecycle  # noqa: F401 - registers its probes
+from .context import CheckOptions, Opener
+from .report import SCHEMA, Report
+from .rules import GROUPS, RULES, Finding, Line, Rule, Verdict
+from .run import check, select
+
+__all__ = [
+    "GROUPS",
+    "RULES",
+    "SCHEMA",
+    "CheckOptions",
+    "Finding",
+    "Line",
+    "Opener",
+    "Report",
+    "Rule",
+    "Verdict",
+    "check",
+    "select",
+]

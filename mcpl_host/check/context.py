@@ -1,0 +1,260 @@
+"""What a probe works with: fresh connections to the server, what is known of it, and
+where its verdicts go.
+
+Every probe opens its own connections (:meth:`Context.connect`, or :meth:`Context.session`
+for one past the handshake), so one probe's damage (a server that crashed on a broken
+envelope) never decides another's verdict. What every probe needs to know (the revision
+the server answers ``initialize`` with, whether it speaks 2026-07-28, what it declares)
+is found once, lazily, by :meth:`Context.facts`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import trio
+
+from ..protocol.profiles import KNOWN_REVISIONS, PROFILES
+from ..protocol.redact import Redactor
+from ..transports import Transport, open_transport
+from ..transports.stdio import StdioTransport
+from ..transports.targets import (
+    HttpTarget,
+    StdioTarget,
+    Target,
+    TcpTarget,
+    UnixTarget,
+    WebSocketTarget,
+)
+from .rules import RULES, Finding, Line, Verdict
+from .wire import CLIENT_INFO, MODERN, StreamWire, Wire
+
+__all__ = ["HANDSHAKE_REVISIONS", "CheckOptions", "Context", "Facts", "Opener", "TargetKind"]
+
+# The handshake era, newest first: what initialize may offer.
+HANDSHAKE_REVISIONS: Final = tuple(
+    v for v in reversed(KNOWN_REVISIONS) if not PROFILES[v].stateless
+)
+
+Opener = Callable[[], Awaitable[Transport]]
+"""A target given as a function that opens a fresh transport (as ``Connection`` takes)."""
+
+TargetKind = Literal["stdio", "tcp", "unix", "ws", "http", "stream"]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOptions:
+    """``timeout``: how long an answer may take (seconds); ``exit_grace``: how long a
+    stdio server may take to exit after EOF or SIGTERM; ``calls``: the tools to call
+    (name, arguments), which is the only way a tool is ever called; ``versions``: the
+    revisions to probe (the allowlist; every revision by default)."""
+
+    timeout: float = 5.0
+    exit_grace: float = 5.0
+    calls: Sequence[tuple[str, dict[str, Any]]] = ()
+    versions: Sequence[str] = KNOWN_REVISIONS
+
+
+@dataclass(slots=True)
+class Facts:
+    """What the baseline probes found: ``version`` is the revision the server answered
+    ``initialize`` with (None: it did not complete one), ``initialize`` that answer's
+    result; ``discover`` the result of ``server/discover`` on 2026-07-28 (None: no
+    2026-07-28)."""
+
+    version: str | None = None
+    initialize: dict[str, Any] | None = None
+    discover: dict[str, Any] | None = None
+    evidence: tuple[Line, ...] = ()
+
+    @property
+    def modern(self) -> bool:
+        return self.discover is not None
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """What the server declared, in the era :meth:`Context.live` uses."""
+        source = self.initialize if self.version is not None else self.discover
+        caps = (source or {}).get("capabilities")
+        return caps if isinstance(caps, dict) else {}
+
+
+@dataclass(slots=True)
+class Context:
+    """One check run's target and findings. ``selected`` holds the rule ids to judge."""
+
+    target: Target | Opener
+    redactor: Redactor
+    options: CheckOptions
+    selected: frozenset[str]
+    findings: dict[str, Finding] = field(default_factory=dict)
+    _facts: Facts | None = None
+    _facts_lock: trio.Lock = field(default_factory=trio.Lock)
+
+    @property
+    def kind(self) -> TargetKind:
+        target = self.target
+        if isinstance(target, StdioTarget):
+            return "stdio"
+        if isinstance(target, TcpTarget):
+            return "tcp"
+        if isinstance(target, UnixTarget):
+            return "unix"
+        if isinstance(target, WebSocketTarget):
+            return "ws"
+        if isinstance(target, HttpTarget):
+            return "http"
+        return "stream"
+
+    @property
+    def timeout(self) -> float:
+        return self.options.timeout
+
+    # --- verdicts ---------------------------------------------------------------------
+    def wants(self, rule_id: str) -> bool:
+        return rule_id in self.selected
+
+    def judge(
+        self,
+        rule_id: str,
+        verdict: Verdict,
+        detail: str,
+        evidence: Sequence[Line] | Wire = (),
+    ) -> None:
+        """Record ``rule_id``'s verdict (once: a second verdict for it is a probe's bug).
+        ``evidence`` is the lines that show it, or a wire whose whole transcript does."""
+        if rule_id not in RULES:
+            raise ValueError(f"unknown rule {rule_id!r}")
+        if rule_id in self.findings:
+            raise ValueError(f"rule {rule_id!r} was judged twice")
+        if rule_id not in self.selected:
+            return
+        lines = evidence.since() if isinstance(evidence, Wire) else tuple(evidence)
+        self.findings[rule_id] = Finding(RULES[rule_id], verdict, detail, lines)
+
+    def passed(self, rule_id: str, detail: str, evidence: Sequence[Line] | Wire = ()) -> None:
+        self.judge(rule_id, Verdict.PASS, detail, evidence)
+
+    def failed(self, rule_id: str, detail: str, evidence: Sequence[Line] | Wire = ()) -> None:
+        """A broken MUST fails; a broken SHOULD warns (the rule's level decides)."""
+        verdict = Verdict.FAIL if RULES[rule_id].level == "MUST" else Verdict.WARN
+        self.judge(rule_id, verdict, detail, evidence)
+
+    def not_applicable(self, rule_id: str, why: str) -> None:
+        self.judge(rule_id, Verdict.NA, why)
+
+    # --- connections ------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def connect(self) -> AsyncIterator[Wire]:
+        """A fresh connection, nothing sent yet; closed (a stdio server ended) after."""
+        async with trio.open_nursery() as nursery:
+            wire = await self._open(nursery)
+            try:
+                yield wire
+            finally:
+                with trio.CancelScope(shield=True), trio.move_on_after(self.options.exit_grace):
+                    await wire.aclose()
+                nursery.cancel_scope.cancel()
+
+    async def _open(self, nursery: trio.Nursery) -> Wire:
+        target = self.target
+        if isinstance(target, HttpTarget):
+            import httpx  # noqa: PLC0415 - httpx only for HTTP targets
+
+            from .httpwire import HttpWire  # noqa: PLC0415
+
+            client = httpx.AsyncClient(
+                timeout=self.timeout,
+                verify=target.ssl_context if target.ssl_context is not None else True,
+                follow_redirects=False,
+            )
+            wire = HttpWire(target, client, nursery, self.redactor)
+
+            async def close_client() -> None:
+                await wire.aclose()
+                await client.aclose()
+
+            wire.aclose = close_client  # type: ignore[method-assign]
+            return wire
+        if callable(target) and not isinstance(
+            target, StdioTarget | TcpTarget | UnixTarget | WebSocketTarget
+        ):
+            transport = await target()
+        else:
+            transport = await open_transport(
+                target,
+                nursery=nursery,
+                on_stderr=lambda _line: None,
+                redactor=self.redactor,
+            )
+        process = transport.process if isinstance(transport, StdioTransport) else None
+        return StreamWire(transport.stream, self.redactor, close=transport.aclose, process=process)
+
+    async def initialize(self, wire: Wire, version: str) -> dict[str, Any] | None:
+        """Send ``initialize`` offering ``version``; the answer (None: none came)."""
+        params = {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": CLIENT_INFO,
+        }
+        answer = await wire.call("initialize", params, timeout=self.timeout)
+        result = answer.get("result") if answer is not None else None
+        if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
+            wire.version = result["protocolVersion"]
+        return answer
+
+    @contextlib.asynccontextmanager
+    async def session(self, version: str | None = None) -> AsyncIterator[Wire]:
+        """A fresh connection past the handshake (``initialize`` offering ``version``,
+        the server's own answer by default, then ``notifications/initialized``), or in
+        2026-07-28 when the server speaks only that. Raises :class:`NoSession` when the
+        server does not complete the handshake."""
+        facts = await self.facts()
+        async with self.connect() as wire:
+            if version == MODERN or (version is None and facts.version is None):
+                if not facts.modern:
+                    raise NoSession("the server completes neither initialize nor server/discover")
+                wire.version = MODERN
+                yield wire
+                return
+            offered = version or facts.version
+            assert offered is not None
+            answer = await self.initialize(wire, offered)
+            if answer is None or "result" not in answer:
+                raise NoSession(f"initialize offering {offered} was not answered with a result")
+            await wire.notify("notifications/initialized")
+            yield wire
+
+    async def facts(self) -> Facts:
+        """What the server is: found once, by its own connections."""
+        async with self._facts_lock:
+            if self._facts is None:
+                self._facts = await self._find_facts()
+            return self._facts
+
+    async def _find_facts(self) -> Facts:
+        facts = Facts()
+        lines: list[Line] = []
+        async with self.connect() as wire:
+            answer = await self.initialize(wire, HANDSHAKE_REVISIONS[0])
+            result = answer.get("result") if answer is not None else None
+            if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
+                facts.version = result["protocolVersion"]
+                facts.initialize = result
+            lines += wire.since()
+        async with self.connect() as wire:
+            wire.version = MODERN
+            answer = await wire.call("server/discover", {}, timeout=self.timeout)
+            result = answer.get("result") if answer is not None else None
+            if isinstance(result, dict) and MODERN in (result.get("supportedVersions") or ()):
+                facts.discover = result
+            lines += wire.since()
+        facts.evidence = tuple(lines)
+        return facts
+
+
+class NoSession(Exception):
+    """The server would not complete a handshake a probe needs."""

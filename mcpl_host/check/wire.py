@@ -1,0 +1,281 @@
+"""One probe's connection to the server, raw: lines out, lines in, and a transcript.
+
+The checker does not use :class:`~mcpl_host.Connection`: a probe must send what a
+Connection never would (a float id, a broken envelope, a batch on the wrong revision)
+and see exactly what came back, byte for byte. :class:`Wire` is that: it writes a JSON
+value (or raw bytes) as one line and reads the server's lines one at a time, each within
+a deadline, keeping a bounded transcript the findings quote. :class:`StreamWire` is the
+byte-stream transports' (stdio, TCP, Unix, WebSocket, in-memory); the HTTP one is in
+:mod:`.httpwire`.
+
+Bounded against a hostile server: a line longer than :data:`MAX_LINE_BYTES` is dropped
+unread (the framing decoder never holds it whole), the transcript keeps the last
+:data:`TRANSCRIPT_LINES` lines, each cut to :data:`EVIDENCE_CHARS` characters after
+escaping and redaction, and every read has a deadline.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgspec
+import trio
+
+from .. import __version__
+from ..protocol.discover import request_meta
+from ..protocol.framing import LineDecoder, OversizedLine
+from ..protocol.redact import Redactor
+from .rules import Line
+
+__all__ = [
+    "CLIENT_INFO",
+    "EVIDENCE_CHARS",
+    "MAX_LINE_BYTES",
+    "MODERN",
+    "NOT_JSON",
+    "Received",
+    "StreamWire",
+    "Wire",
+    "same_id",
+]
+
+MAX_LINE_BYTES: Final = 4 * 1024 * 1024
+TRANSCRIPT_LINES: Final = 400
+EVIDENCE_CHARS: Final = 300
+MODERN: Final = "2026-07-28"
+CLIENT_INFO: Final = {"name": "mcpl-host-check", "version": __version__}
+
+_ENCODER: Final = msgspec.json.Encoder()
+_DECODER: Final = msgspec.json.Decoder()
+
+
+class _NotJson:
+    def __repr__(self) -> str:
+        return "NOT_JSON"
+
+
+NOT_JSON: Final = _NotJson()
+"""The value of a received line that is not JSON."""
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    """One line from the server: its bytes and its JSON value (:data:`NOT_JSON` if none)."""
+
+    raw: bytes
+    value: Any
+
+    @property
+    def is_json_rpc(self) -> bool:
+        """An object (or array of objects) claiming ``"jsonrpc": "2.0"``."""
+        values = self.value if isinstance(self.value, list) else [self.value]
+        return bool(values) and all(
+            isinstance(v, dict) and v.get("jsonrpc") == "2.0" for v in values
+        )
+
+
+def same_id(a: object, b: object) -> bool:
+    """Ids equal as JSON-RPC means it: same type and value (``1`` is not ``"1"``,
+    ``true`` is not ``1``)."""
+    return type(a) is type(b) and a == b
+
+
+class Wire:
+    """The transport-independent half: ids, requests, the transcript.
+
+    ``version`` is the revision the connection speaks once a probe set it (``initialize``
+    answered, or a 2026-07-28 probe): :meth:`call` adds the ``_meta`` 2026-07-28 requires
+    when it is that revision.
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self.version: str | None = None
+        self.closed = False  # the server ended the connection (EOF)
+        self._ids = itertools.count(1)
+        self._transcript: deque[Line] = deque(maxlen=TRANSCRIPT_LINES)
+        self._count = 0  # lines ever added to the transcript
+
+    # --- what subclasses provide -----------------------------------------------------
+    async def _write(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    async def _read(self) -> bytes | None:
+        """The next line (without its newline), or None at the end of the stream."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    # --- the transcript ---------------------------------------------------------------
+    def note(self, direction: str, text: str) -> None:
+        """Add a line to the transcript: escaped, redacted and cut here."""
+        self._transcript.append(Line(direction, self.redactor.log_value(text, EVIDENCE_CHARS)))
+        self._count += 1
+
+    def mark(self) -> int:
+        """A position in the transcript, for :meth:`since`."""
+        return self._count
+
+    def since(self, mark: int = 0) -> tuple[Line, ...]:
+        """The transcript's lines from ``mark`` on (those still kept)."""
+        kept = len(self._transcript)
+        first_kept = self._count - kept
+        start = max(mark, first_kept) - first_kept
+        return tuple(itertools.islice(self._transcript, start, None))
+
+    # --- sending and receiving --------------------------------------------------------
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    async def send(self, message: Any) -> None:
+        """Send ``message``: bytes as they are (a newline is added unless they end with
+        one), anything else as its JSON on one line."""
+        data = message if isinstance(message, bytes) else _ENCODER.encode(message)
+        self.note("→", data.rstrip(b"\n").decode("utf-8", "replace"))
+        await self._write(data if data.endswith(b"\n") else data + b"\n")
+
+    async def receive(self, timeout: float) -> Received | None:
+        """The next line within ``timeout`` seconds; None on silence or at the end."""
+        if self.closed:
+            return None
+        with trio.move_on_after(timeout):
+            raw = await self._read()
+            if raw is None:
+                self.closed = True
+                self.note("·", "the server closed the connection")
+                return None
+            self.note("←", raw.decode("utf-8", "replace"))
+            try:
+                value = _DECODER.decode(raw)
+            except msgspec.DecodeError:
+                value = NOT_JSON
+            return Received(raw, value)
+        return None
+
+    async def answer(self, id_: Any, timeout: float) -> dict[str, Any] | None:
+        """Read until the response whose id is ``id_`` (type and value) arrives, within
+        ``timeout``; None if it never does. Other lines are read past (they stay in the
+        transcript); :meth:`received_within` keeps them."""
+        found = await self.received_within(timeout, until=lambda r: _answers(r, id_))
+        last = found[-1] if found else None
+        if last is not None and _answers(last, id_):
+            value: dict[str, Any] = last.value
+            return value
+        return None
+
+    async def received_within(
+        self, timeout: float, until: Any = None, limit: int = 1000
+    ) -> list[Received]:
+        """Every line received within ``timeout`` (at most ``limit``), stopping early at
+        the first line ``until(line)`` is true for (it is the last in the list)."""
+        out: list[Received] = []
+        with trio.move_on_after(timeout):
+            while len(out) < limit:
+                line = await self.receive(timeout)
+                if line is None:
+                    break
+                out.append(line)
+                if until is not None and until(line):
+                    break
+        return out
+
+    def request(self, method: str, params: Any = None, id_: Any = None) -> dict[str, Any]:
+        """A request message (with the 2026-07-28 ``_meta`` when this wire speaks it);
+        ``id_`` None takes the next integer."""
+        message: dict[str, Any] = {
+            "jsonrpc": "2.0",
+            "id": self.next_id() if id_ is None else id_,
+            "method": method,
+        }
+        if self.version == MODERN:
+            params = dict(params or {})
+            params["_meta"] = {**request_meta(MODERN, {}, CLIENT_INFO), **params.get("_meta", {})}
+        if params is not None:
+            message["params"] = params
+        return message
+
+    async def call(
+        self, method: str, params: Any = None, *, timeout: float, id_: Any = None
+    ) -> dict[str, Any] | None:
+        """Send a request and return its response (None if none came within ``timeout``)."""
+        message = self.request(method, params, id_)
+        await self.send(message)
+        return await self.answer(message["id"], timeout)
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        await self.send(message)
+
+
+def _answers(line: Received, id_: Any) -> bool:
+    value = line.value
+    return (
+        isinstance(value, dict)
+        and "method" not in value
+        and "id" in value
+        and same_id(value["id"], id_)
+    )
+
+
+class StreamWire(Wire):
+    """A wire over a byte stream: newline-delimited JSON, as stdio, TCP, Unix sockets and
+    this project's WebSocket transport carry it. ``process`` is the stdio server's."""
+
+    def __init__(
+        self,
+        stream: trio.abc.Stream,
+        redactor: Redactor,
+        *,
+        close: Any,
+        process: trio.Process | None = None,
+    ) -> None:
+        super().__init__(redactor)
+        self.stream = stream
+        self.process = process
+        self._close = close
+        self._decoder = LineDecoder(MAX_LINE_BYTES)
+        self._lines: deque[bytes | OversizedLine] = deque()
+        self._eof = False
+
+    async def _write(self, data: bytes) -> None:
+        try:
+            await self.stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            self.note("·", f"could not write: {exc.__class__.__name__}")
+
+    async def _read(self) -> bytes | None:
+        while True:
+            while self._lines:
+                line = self._lines.popleft()
+                if isinstance(line, OversizedLine):
+                    self.note("·", f"a line of over {MAX_LINE_BYTES} bytes, dropped unread")
+                    continue
+                return bytes(line)
+            if self._eof:
+                return None
+            try:
+                data = await self.stream.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            if not data:
+                self._eof = True
+                self._lines.extend(self._decoder.close())
+            else:
+                self._lines.extend(self._decoder.feed(data))
+
+    async def close_input(self) -> None:
+        """End what the server reads (stdin's EOF on stdio), keeping its output open."""
+        self.note("·", "closed the server's input")
+        if self.process is not None and self.process.stdin is not None:
+            await self.process.stdin.aclose()
+        elif isinstance(self.stream, trio.SocketStream):
+            await self.stream.send_eof()
+
+    async def aclose(self) -> None:
+        await self._close()

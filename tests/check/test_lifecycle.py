@@ -1,0 +1,24 @@
+"""Lifecycle rules against the demo server, each with the fault that breaks it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .servers import Fault, rewrite, run, verdict
+
+
+async def test_initialize_newest_passes_on_the_demo_server() -> None:
+    report = await run(Fault, "lifecycle.initialize-newest")
+    assert verdict(report, "lifecycle.initialize-newest") == "pass"
+    assert report.findings[0].evidence[0].direction == "→"
+
+
+async def test_initialize_newest_fails_without_server_info() -> None:
+    def drop_server_info(request: Any, answer: Any) -> Any:
+        if isinstance(request, dict) and request.get("method") == "initialize":
+            del answer["result"]["serverInfo"]
+        return answer
+
+    report = await run(rewrite(drop_server_info), "lifecycle.initialize-newest")
+    assert verdict(report, "lifecycle.initialize-newest") == "fail"
+    assert "serverInfo" in report.findings[0].detail
