@@ -93,6 +93,11 @@ class Context:
     findings: dict[str, Finding] = field(default_factory=dict)
     _facts: Facts | None = None
     _facts_lock: trio.Lock = field(default_factory=trio.Lock)
+    # Sessions kept open between the probes that borrow them (:meth:`borrow`), each by a
+    # task in ``keepers`` (the run's nursery) until ``done``.
+    keepers: trio.Nursery | None = None
+    done: trio.Event = field(default_factory=trio.Event)
+    _idle: list[tuple[Wire, trio.Event]] = field(default_factory=list)
 
     @property
     def kind(self) -> TargetKind:
@@ -158,6 +163,50 @@ class Context:
                 with trio.CancelScope(shield=True), trio.move_on_after(self.options.exit_grace):
                     await wire.aclose()
                 nursery.cancel_scope.cancel()
+
+    @contextlib.asynccontextmanager
+    async def borrow(self) -> AsyncIterator[Wire]:
+        """A session past the handshake, as :meth:`session` gives, but possibly one an
+        earlier probe used: for the probes that only need a working session and leave
+        it so. It goes back to the pool unless the server closed it, the probe raised,
+        or the probe set ``wire.broken``. Evidence taken from it starts at the borrow."""
+        if self._idle:
+            wire, release = self._idle.pop()
+        else:
+            assert self.keepers is not None, "borrow() outside a check run"
+            wire, release = await self.keepers.start(self._keep)
+        wire.start = wire.mark()
+        ok = False
+        try:
+            yield wire
+            ok = True
+        finally:
+            if ok and not wire.closed and not wire.broken:
+                self._idle.append((wire, release))
+            else:
+                release.set()
+
+    async def _keep(
+        self, task_status: trio.TaskStatus[tuple[Wire, trio.Event]] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        release = trio.Event()
+        async with self.session() as wire:
+            task_status.started((wire, release))
+            async with trio.open_nursery() as waits:
+                waits.start_soon(_set_when, self.done, release)
+                await release.wait()
+                waits.cancel_scope.cancel()
+
+    async def alive(self, wire: Wire) -> bool:
+        """Whether the server on ``wire`` still answers a request (``ping``; on
+        2026-07-28, which has no ping, ``server/discover``); marks the wire broken if
+        not."""
+        method = "server/discover" if wire.version == MODERN else "ping"
+        params: dict[str, Any] | None = {} if wire.version == MODERN else None
+        answer = await wire.call(method, params, timeout=self.timeout)
+        if answer is None:
+            wire.broken = True
+        return answer is not None
 
     async def _open(self, nursery: trio.Nursery) -> Wire:
         target = self.target
@@ -254,6 +303,11 @@ class Context:
             lines += wire.since()
         facts.evidence = tuple(lines)
         return facts
+
+
+async def _set_when(happened: trio.Event, then: trio.Event) -> None:
+    await happened.wait()
+    then.set()
 
 
 class NoSession(Exception):

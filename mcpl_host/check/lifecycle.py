@@ -52,3 +52,27 @@ async def initialize_newest(ctx: Context) -> None:
             ctx.not_applicable(INITIALIZE_NEWEST, "a 2026-07-28 server without initialize")
         else:
             ctx.failed(INITIALIZE_NEWEST, f"offered {newest}: {problem}", wire)
+
+
+PING_AFTER_INITIALIZE = rule(
+    "lifecycle.ping-after-initialize",
+    "ping after the handshake is answered promptly with an empty result",
+    revision="2024-11-05",
+    section="basic/utilities/ping#behavior-requirements",
+)
+
+
+@probe(PING_AFTER_INITIALIZE)
+async def ping_after_initialize(ctx: Context) -> None:
+    if (await ctx.facts()).version is None:
+        ctx.not_applicable(PING_AFTER_INITIALIZE, "no handshake: 2026-07-28 has no ping")
+        return
+    async with ctx.borrow() as wire:
+        answer = await wire.call("ping", timeout=ctx.timeout)
+        if answer is None:
+            wire.broken = True
+            ctx.failed(PING_AFTER_INITIALIZE, f"no answer within {ctx.timeout:g} s", wire)
+        elif answer.get("result") != {}:
+            ctx.failed(PING_AFTER_INITIALIZE, "the answer is not an empty result", wire)
+        else:
+            ctx.passed(PING_AFTER_INITIALIZE, "answered {}", wire)

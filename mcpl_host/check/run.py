@@ -63,9 +63,12 @@ async def check(
     ctx = Context(target, redactor, options or CheckOptions(), selected)
     probes = [p for p in PROBES if any(r in selected for r in p.rules)]
     limiter = trio.CapacityLimiter(CONCURRENT)
-    async with trio.open_nursery() as nursery:
-        for probe in probes:
-            nursery.start_soon(_run, ctx, probe, limiter)
+    async with trio.open_nursery() as keepers:
+        ctx.keepers = keepers
+        async with trio.open_nursery() as nursery:
+            for probe in probes:
+                nursery.start_soon(_run, ctx, probe, limiter)
+        ctx.done.set()
     facts = await ctx.facts() if selected else None
     order = list(RULES)
     findings = sorted(ctx.findings.values(), key=lambda f: order.index(f.rule.id))

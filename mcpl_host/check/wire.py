@@ -95,6 +95,8 @@ class Wire:
         self.redactor = redactor
         self.version: str | None = None
         self.closed = False  # the server ended the connection (EOF)
+        self.broken = False  # a probe found the server unresponsive on it
+        self.start = 0  # where this wire's evidence starts (a borrowed one's: the borrow)
         self._ids = itertools.count(1)
         self._transcript: deque[Line] = deque(maxlen=TRANSCRIPT_LINES)
         self._count = 0  # lines ever added to the transcript
@@ -120,8 +122,10 @@ class Wire:
         """A position in the transcript, for :meth:`since`."""
         return self._count
 
-    def since(self, mark: int = 0) -> tuple[Line, ...]:
-        """The transcript's lines from ``mark`` on (those still kept)."""
+    def since(self, mark: int | None = None) -> tuple[Line, ...]:
+        """The transcript's lines from ``mark`` on (those still kept); by default from
+        :attr:`start`."""
+        mark = self.start if mark is None else mark
         kept = len(self._transcript)
         first_kept = self._count - kept
         start = max(mark, first_kept) - first_kept
