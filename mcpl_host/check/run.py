@@ -54,14 +54,17 @@ async def check(
 ) -> Report:
     """Check the server at ``target`` against every selected rule and report.
 
-    Raises :class:`ConfigurationError` for an unknown rule or group; whatever the server
-    does ends in the report, never in an exception.
+    Raises :class:`ConfigurationError` for an unknown rule or group, and the transport's
+    own error (:class:`SpawnError`, :class:`TransportError`, ...) when the server cannot
+    be reached at all; whatever a server that can be reached does ends in the report.
     """
     selected = select(only, skip)
     if redactor is None:
         redactor = redactor_for(target) if not callable(target) else Redactor()
     ctx = Context(target, redactor, options or CheckOptions(), selected)
     probes = [p for p in PROBES if any(r in selected for r in p.rules)]
+    if probes:
+        await ctx.facts()  # the first connection: a server that cannot be reached raises
     limiter = trio.CapacityLimiter(CONCURRENT)
     async with trio.open_nursery() as keepers:
         ctx.keepers = keepers
@@ -69,7 +72,7 @@ async def check(
             for probe in probes:
                 nursery.start_soon(_run, ctx, probe, limiter)
         ctx.done.set()
-    facts = await ctx.facts() if selected else None
+    facts = await ctx.facts() if probes else None
     order = list(RULES)
     findings = sorted(ctx.findings.values(), key=lambda f: order.index(f.rule.id))
     return Report(description, facts, tuple(findings))
