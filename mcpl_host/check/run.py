@@ -64,7 +64,10 @@ async def check(
     ctx = Context(target, redactor, options or CheckOptions(), selected)
     probes = [p for p in PROBES if any(r in selected for r in p.rules)]
     if probes:
-        await ctx.facts()  # the first connection: a server that cannot be reached raises
+        try:
+            await ctx.facts()  # the first connection: a server that cannot be reached raises
+        except Exception as exc:
+            raise _leaf(exc) from None
     limiter = trio.CapacityLimiter(CONCURRENT)
     async with trio.open_nursery() as keepers:
         ctx.keepers = keepers
@@ -87,10 +90,20 @@ async def _run(ctx: Context, probe: Probe, limiter: trio.CapacityLimiter) -> Non
                 await probe.run(ctx)
             if scope.cancelled_caught:
                 why = f"the probe did not finish within {deadline:g} s"
-        except NoSession as exc:
-            why = ctx.redactor.log_value(f"not checked: {exc}")
-        except Exception as exc:  # any breakdown is reported, not raised
-            why = ctx.redactor.log_value(f"the probe broke down: {exc.__class__.__name__}: {exc}")
+        except Exception as group:  # any breakdown is reported, not raised
+            exc = _leaf(group)
+            if isinstance(exc, NoSession):
+                why = f"not checked: {exc}"
+            else:
+                why = f"the probe broke down: {exc.__class__.__name__}: {exc}"
+            why = ctx.redactor.log_value(why)
     for rule_id in probe.rules:
         if rule_id in ctx.selected and rule_id not in ctx.findings:
             ctx.judge(rule_id, Verdict.WARN, why or "the probe did not judge this rule")
+
+
+def _leaf(exc: Exception) -> Exception:
+    """The one exception inside nested nurseries' groups (``exc`` itself otherwise)."""
+    while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
