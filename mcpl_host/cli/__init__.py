@@ -2,8 +2,9 @@
 
 ``mcpl-host connect [options] TARGET``, ``mcpl-host call [options] --tool NAME
 --args JSON TARGET``, ``mcpl-host shell [options] TARGET`` (:mod:`.shell`),
-``mcpl-host auth login|status|logout [TARGET]``, ``mcpl-host config list [FILE...]``
-and ``mcpl-host completion SHELL`` (docs/cli.md).
+``mcpl-host check [options] TARGET`` (docs/check.md), ``mcpl-host auth
+login|status|logout [TARGET]``, ``mcpl-host config list [FILE...]`` and ``mcpl-host
+completion SHELL`` (docs/cli.md).
 This package is the only place in mcpl_host that configures logging; its modules each
 do one thing: :mod:`.parser` (the argparse parser), :mod:`.args` (what the command
 line means), :mod:`.targets` (which servers),
@@ -13,7 +14,8 @@ inputs asked on a terminal), :mod:`.configs` (``config list``), :mod:`.failure` 
 kinds, exit status), :mod:`.output` (``--json``), :mod:`.render` (the readable report),
 :mod:`.signature` (a tool's signature in it), :mod:`.trace` (``--trace``), :mod:`.logs`,
 :mod:`.callargs` (``--args``, ``--arg``), :mod:`.outputcheck` (``outputSchema``),
-:mod:`.save` (``--output``), :mod:`.completion`, :mod:`.signals` (SIGINT, SIGTERM, SIGHUP).
+:mod:`.save` (``--output``), :mod:`.completion`, :mod:`.signals` (SIGINT, SIGTERM, SIGHUP),
+:mod:`.checkopts`, :mod:`.checkrun` and :mod:`.checkrender` (``check``).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from .args import (
     secret_values,
     wants_json,
 )
+from .checkrun import run_check
 from .completion import script
 from .configs import list_configs, render_config_list
 from .credentials import oauth_for
@@ -118,7 +121,8 @@ def _main(args: list[str], mask: logs.LogMask, interrupts: Interrupts) -> int:
     if isinstance(options, CompletionOptions):
         sys.stdout.write(script(options.shell))
         return EXIT_OK
-    logs.configure(options.verbosity, mask)
+    # check's -v shows passing rules' evidence; its logging stays quiet.
+    logs.configure(options.verbosity if options.command != "check" else 0, mask)
     if isinstance(options, AuthOptions):
         return _auth(options, mask, interrupts)
     if isinstance(options, ConfigOptions):
@@ -128,6 +132,8 @@ def _main(args: list[str], mask: logs.LogMask, interrupts: Interrupts) -> int:
             report, mask.redactor, json=options.json, options=options, interrupts=interrupts
         )
     store = user_store()
+    if options.check is not None:
+        return run_check(options, mask, interrupts, store)
     if options.shell is not None:
 
         def relog(stream: TextIO | None) -> None:

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from ..protocol.redact import Redactor
 from .callargs import ArgumentsError, arguments
+from .checkopts import CheckFlags, check_flags
 from .parser import (
     AUTH_TARGETS,
     DEFAULT_TIMEOUT,
@@ -30,6 +31,7 @@ from .parser import (
 __all__ = [
     "AuthOptions",
     "Call",
+    "CheckFlags",
     "CompletionOptions",
     "ConfigOptions",
     "Options",
@@ -94,6 +96,7 @@ class Options:
     demo: bool = False
     call: Call | None = None
     shell: ShellFlags | None = None
+    check: CheckFlags | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +184,8 @@ def parse(
         )
         if present
     ]
-    if len(given) != 1:
+    listing = ns.command == "check" and ns.list_rules
+    if len(given) != 1 and not (listing and not given):
         problem = "no target given" if not given else f"give one target, not {' and '.join(given)}"
         sub.error(f"{problem}; the server is one of: {TARGET_KINDS}")
     if stdio is not None and not stdio:
@@ -198,6 +202,7 @@ def parse(
     headers = _headers(sub, ns, os.environ if environ is None else environ)
     call = _call(sub, ns, stdin or _read_stdin) if ns.command == "call" else None
     shell = _shell(sub, ns) if ns.command == "shell" else None
+    check = check_flags(sub, ns) if ns.command == "check" else None
     return Options(
         command=ns.command,
         json=ns.json,
@@ -215,6 +220,7 @@ def parse(
         demo=ns.demo,
         call=call,
         shell=shell,
+        check=check,
     )
 
 

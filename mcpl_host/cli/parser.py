@@ -12,9 +12,11 @@ import re
 from typing import Final, NoReturn
 
 from .. import __version__
+from .checkopts import CHECK_EXIT_STATUS, add_check_options
 
 __all__ = [
     "AUTH_TARGETS",
+    "CHECK_TIMEOUT",
     "DEFAULT_TIMEOUT",
     "LOGIN_TIMEOUT",
     "SHELLS",
@@ -26,6 +28,8 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT: Final = 30.0
+# check: a conforming server answers at once; a probe waiting for silence waits less.
+CHECK_TIMEOUT: Final = 5.0
 # How long a login waits for the person in the browser: reading a consent page, maybe
 # signing in first, takes minutes, not the seconds a server gets.
 LOGIN_TIMEOUT: Final = 300.0
@@ -128,10 +132,18 @@ def _versions(text: str) -> tuple[str, ...]:
     return versions
 
 
-def _add_common(parser: argparse.ArgumentParser, *, many: bool, interactive: bool = False) -> None:
-    """The options connect, call and shell take; ``--all`` only where several servers
-    make sense. ``interactive`` (shell): no ``--json``, and ``--server`` repeatable
-    (without it, every enabled server of ``--config``)."""
+def _add_common(
+    parser: argparse.ArgumentParser,
+    *,
+    many: bool,
+    interactive: bool = False,
+    checking: bool = False,
+) -> None:
+    """The options connect, call, shell and check take; ``--all`` only where several
+    servers make sense. ``interactive`` (shell): no ``--json``, and ``--server``
+    repeatable (without it, every enabled server of ``--config``). ``checking`` (check):
+    no ``--trace`` (the report quotes the wire itself), ``-v`` shows passing rules'
+    evidence, and ``--timeout`` bounds each answer, 5 s by default."""
     out = parser.add_argument_group("output")
     if interactive:
         parser.set_defaults(json=False)
@@ -139,17 +151,22 @@ def _add_common(parser: argparse.ArgumentParser, *, many: bool, interactive: boo
         out.add_argument(
             "--json", action="store_true", help="print exactly one JSON object on stdout"
         )
-    out.add_argument(
-        "--trace",
-        action="store_true",
-        help="log every wire line on stderr (redacted, escaped, cut)",
-    )
+    if checking:
+        parser.set_defaults(trace=False)
+    else:
+        out.add_argument(
+            "--trace",
+            action="store_true",
+            help="log every wire line on stderr (redacted, escaped, cut)",
+        )
     out.add_argument(
         "-v",
         "--verbose",
         action="count",
         default=0,
-        help="log more on stderr (-v: info, -vv: debug)",
+        help="show the evidence of passing rules too, every line of it"
+        if checking
+        else "log more on stderr (-v: info, -vv: debug)",
     )
     conn = parser.add_argument_group("connection")
     conn.add_argument(
@@ -161,9 +178,11 @@ def _add_common(parser: argparse.ArgumentParser, *, many: bool, interactive: boo
     conn.add_argument(
         "--timeout",
         type=_timeout,
-        default=DEFAULT_TIMEOUT,
+        default=CHECK_TIMEOUT if checking else DEFAULT_TIMEOUT,
         metavar="SECONDS",
-        help=f"bound for opening, the handshake and each request (default {DEFAULT_TIMEOUT:g})",
+        help=f"how long an answer may take (default {CHECK_TIMEOUT:g})"
+        if checking
+        else f"bound for opening, the handshake and each request (default {DEFAULT_TIMEOUT:g})",
     )
     conn.add_argument(
         "--env",
@@ -288,6 +307,18 @@ def build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
         "(exactly one such item), or into PATH when it is a directory (one file per item)",
     )
     _add_shell(commands)
+    check = commands.add_parser(
+        "check",
+        help="check a server's wire conformance, rule by rule (docs/check.md)",
+        description="Probe the server rule by rule, each probe in connections of its own, "
+        "and report each rule's verdict (pass, fail, warn, n/a) with the wire lines that "
+        "show it. Nothing sent can harm a server that follows the spec: no tool is called "
+        "unless --call names it.",
+        epilog=CHECK_EXIT_STATUS,
+        allow_abbrev=False,
+    )
+    _add_common(check, many=False, checking=True)
+    add_check_options(check)
     auth = commands.add_parser(
         "auth",
         help="log in to an HTTP server that needs OAuth, see or forget stored tokens",
@@ -386,6 +417,7 @@ def build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
         "config list": config_list,
         "connect": connect,
         "call": call,
+        "check": check,
         "auth": auth,
         "auth login": login,
         "auth status": status,

@@ -96,6 +96,9 @@ class Style:
     def bad(self, text: str) -> str:
         return self._wrap("31;1", text)
 
+    def warn(self, text: str) -> str:
+        return self._wrap("33", text)
+
 
 def terminal_width(stream: TextIO | None = None) -> int | None:
     """The width of the terminal ``stream`` (default: stdout) is, at least 40
