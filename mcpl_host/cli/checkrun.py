@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import sys
 from functools import partial
 from typing import Any, Final
@@ -47,6 +48,7 @@ from .targets import Planned, resolve
 __all__ = ["run_check"]
 
 # The checker's notes that mean nobody was there to answer.
+_STATUS: Final = re.compile(r"POST → HTTP (\d{3}) ")
 _GONE: Final = ("POST failed", "the server closed the connection", "could not write")
 
 
@@ -194,19 +196,23 @@ def _unanswered(report: Report, planned: Planned) -> dict[str, Any] | None:
     facts = report.facts
     if facts is None or facts.version is not None or facts.modern:
         return None
+    notes = [line.text for line in facts.evidence if line.direction == "·"]
+    statuses = {int(found[1]) for text in notes if (found := _STATUS.match(text))}
+    if statuses and statuses <= {401, 403}:
+        status = min(statuses)
+        target = planned.target
+        if planned.login is not None:
+            message = (
+                f"not authorized (HTTP {status}): log in with `{planned.login}`, "
+                "then run this command again"
+            )
+        elif isinstance(target, HttpTarget) and has_authorization(target.headers):
+            message = f"the server refused the Authorization given (HTTP {status})"
+        else:
+            message = f"the server requires authorization (HTTP {status})"
+        return error_object(AUTH_REQUIRED, message, status=status, challenge={})
     if any(line.direction == "←" for line in facts.evidence):
         return None
-    notes = [line.text for line in facts.evidence if line.direction == "·"]
-    refused = [text for text in notes if " HTTP 401 " in text or " HTTP 403 " in text]
-    if refused:
-        status = 401 if " HTTP 401 " in refused[0] else 403
-        how = f": log in with `{planned.login}`" if planned.login else ""
-        return error_object(
-            AUTH_REQUIRED,
-            f"not authorized (HTTP {status}){how}, then run this command again",
-            status=status,
-            challenge={},
-        )
     if notes and all(text.startswith(_GONE) for text in notes):
         http = isinstance(planned.target, HttpTarget)
         return error_object(
