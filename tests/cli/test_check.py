@@ -17,6 +17,7 @@ import pytest
 
 from mcpl_host.check import GROUPS, RULES, SCHEMA
 from mcpl_host.cli.checkrender import style_for
+from mcpl_host.protocol.profiles import KNOWN_REVISIONS
 
 from .helpers import (
     CLI,
@@ -344,3 +345,26 @@ def test_sigint_during_a_check_exits_130_with_one_json_object(tmp_path: Path) ->
         "cancelled",
         "SIGINT",
     )
+
+
+DOCS = ROOT / "docs" / "check.md"
+_ROW = re.compile(r"^\| `([^`]+)` \| (MUST|SHOULD) \| ([^ |]+) \| \[([^\]]+)\]\(([^)]+)\) \|", re.M)
+
+
+def test_the_docs_table_lists_exactly_the_rules() -> None:
+    text = DOCS.read_text()
+    section = text[text.index("\n## Rules\n") : text.index("\n## Real servers\n")]
+    rows = {m[1]: m for m in _ROW.finditer(section)}
+    missing = [rule_id for rule_id in RULES if rule_id not in rows]
+    extra = [rule_id for rule_id in rows if rule_id not in RULES]
+    assert not missing, f"docs/check.md's rule table lacks {missing}"
+    assert not extra, f"docs/check.md's rule table lists rules that do not exist: {extra}"
+    assert list(rows) == list(RULES), "docs/check.md's rule table is not in --list's order"
+    for rule_id, row in rows.items():
+        rule = RULES[rule_id]
+        assert (row[2], row[3], row[4]) == (rule.level, rule.revision, rule.section), rule_id
+        # JSON-RPC's own rules (revision "all") link to the newest revision's page.
+        revision = rule.revision if rule.revision != "all" else KNOWN_REVISIONS[-1]
+        assert row[5] == (
+            f"https://modelcontextprotocol.io/specification/{revision}/{rule.section}"
+        ), rule_id
