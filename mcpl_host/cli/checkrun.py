@@ -239,7 +239,8 @@ def _failed(
     if options.json:
         written = _write(report, mask.redactor)
     else:
-        text = render_connect(report, mask.redactor, style_for("auto"), terminal_width())
+        color = options.check.color if options.check is not None else "auto"
+        text = render_connect(report, mask.redactor, style_for(color), terminal_width())
         written = _write(text)
     if written == EXIT_OK or error.get("kind") == CANCELLED:
         return status

@@ -173,7 +173,9 @@ def _add_common(
         "--versions",
         type=_versions,
         metavar="V1,V2",
-        help="the protocol revisions allowed (default: all implemented; the newest is offered)",
+        help="the revisions to probe (default: all implemented)"
+        if checking
+        else "the protocol revisions allowed (default: all implemented; the newest is offered)",
     )
     conn.add_argument(
         "--timeout",

@@ -5,6 +5,7 @@ with its rule, detail and evidence, the JSON report keeps its schema, ``--only``
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -14,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
+from mcpl_host.auth import FileTokenStore, TokenSet
 from mcpl_host.check import GROUPS, RULES, SCHEMA
 from mcpl_host.cli.checkrender import style_for
 from mcpl_host.protocol.profiles import KNOWN_REVISIONS
@@ -368,3 +371,18 @@ def test_the_docs_table_lists_exactly_the_rules() -> None:
         assert row[5] == (
             f"https://modelcontextprotocol.io/specification/{revision}/{rule.section}"
         ), rule_id
+
+
+def test_a_stored_oauth_token_is_sent_as_a_static_header() -> None:
+    token = "stored-access-71d0c3"
+    with refusing_http_server() as refusing:
+        # The test's own token file (conftest), which the subprocess inherits.
+        store = FileTokenStore(os.environ["MCPL_HOST_AUTH_FILE"])
+        tokens = TokenSet(access_token=token, expires_at=time.time() + 3600)
+        trio.run(store.set_tokens, "https://as.example", "client-1", refusing.url, tokens)
+        report, done = run_json("check", "--json", "--timeout", "0.5", refusing.url)
+        assert refusing.seen, "the checker sent nothing"
+        assert all(seen.get("authorization") == f"Bearer {token}" for seen in refusing.seen)
+    assert done.returncode == 4, done.stdout
+    assert report["error"]["kind"] == "auth-required"
+    assert token not in done.stdout + done.stderr
