@@ -262,7 +262,8 @@ def build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
     parser = _Parser(
         prog="mcpl-host",
         allow_abbrev=False,
-        description="Connect to an MCP server and show what it offers, or make one request. "
+        description="Connect to an MCP server and show what it offers, make one request, or "
+        "check its wire conformance. "
         f"The server is one of: {TARGET_KINDS}.",
         epilog=_EXIT_STATUS,
     )

@@ -18,9 +18,11 @@ import pytest
 import trio
 
 from mcpl_host.auth import FileTokenStore, TokenSet
-from mcpl_host.check import GROUPS, RULES, SCHEMA
-from mcpl_host.cli.checkrender import style_for
+from mcpl_host.check import GROUPS, RULES, SCHEMA, Finding, Line, Report, Verdict
+from mcpl_host.cli.checkrender import render_check, style_for
+from mcpl_host.cli.render import Style
 from mcpl_host.protocol.profiles import KNOWN_REVISIONS
+from mcpl_host.protocol.redact import Redactor
 
 from .helpers import (
     CLI,
@@ -386,3 +388,23 @@ def test_a_stored_oauth_token_is_sent_as_a_static_header() -> None:
     assert done.returncode == 4, done.stdout
     assert report["error"]["kind"] == "auth-required"
     assert token not in done.stdout + done.stderr
+
+
+def _report(evidence: int, detail: str) -> Report:
+    rule = RULES[NEWEST]
+    lines = tuple(Line("←", f"line {n}") for n in range(evidence))
+    return Report("stdio:x", None, (Finding(rule, Verdict.FAIL, detail, lines),))
+
+
+def test_a_finding_shows_its_last_12_evidence_lines_unless_v() -> None:
+    style, redactor = Style(enabled=False), Redactor(["hunter2"])
+    short = render_check(_report(20, "bad \x1b[2J hunter2"), redactor, style)
+    shown = re.findall(r"^        ← line (\d+)$", short, re.M)
+    assert shown == [str(n) for n in range(8, 20)]
+    assert "… 8 earlier lines (-v shows them)" in short
+    # A control character left in a detail is escaped; a secret in it masked.
+    assert "bad \\u001b[2J ***" in short
+    assert "\x1b" not in short
+    whole = render_check(_report(20, "bad"), redactor, style, show_passing=True)
+    assert re.findall(r"^        ← line (\d+)$", whole, re.M) == [str(n) for n in range(20)]
+    assert "1 rule: 0 passed, 1 failed, 0 warnings, 0 not applicable" in whole
