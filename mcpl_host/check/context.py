@@ -220,14 +220,7 @@ class Context:
                 verify=target.ssl_context if target.ssl_context is not None else True,
                 follow_redirects=False,
             )
-            wire = HttpWire(target, client, nursery, self.redactor)
-
-            async def close_client() -> None:
-                await wire.aclose()
-                await client.aclose()
-
-            wire.aclose = close_client  # type: ignore[method-assign]
-            return wire
+            return HttpWire(target, client, nursery, self.redactor)
         if callable(target) and not isinstance(
             target, StdioTarget | TcpTarget | UnixTarget | WebSocketTarget
         ):
