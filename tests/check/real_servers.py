@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcpl_host.check import CheckOptions, Report, check
 from mcpl_host.transports.targets import HttpTarget, StdioTarget, Target
 from tests.interop.servers import (
     HERE,
@@ -104,3 +105,13 @@ SERVERS: tuple[RealServer, ...] = (
         _filesystem,
     ),
 )
+
+
+# The answer timeout is generous: a verdict must not depend on how busy the machine is.
+OPTIONS = CheckOptions(timeout=5.0, exit_grace=5.0)
+
+
+async def run(server: RealServer) -> Report:
+    """The full check of ``server``."""
+    with server.target() as target:
+        return await check(target, options=OPTIONS, description=server.key)
