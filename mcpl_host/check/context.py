@@ -17,6 +17,7 @@ from typing import Any, Final, Literal
 
 import trio
 
+from ..protocol.errors import TransportError
 from ..protocol.profiles import KNOWN_REVISIONS, PROFILES
 from ..protocol.redact import Redactor
 from ..transports import Transport, open_transport
@@ -156,7 +157,15 @@ class Context:
     async def connect(self) -> AsyncIterator[Wire]:
         """A fresh connection, nothing sent yet; closed (a stdio server ended) after."""
         async with trio.open_nursery() as nursery:
-            wire = await self._open(nursery)
+            # A TCP connect to a host that drops packets waits minutes by default.
+            opening = max(10.0, 2 * self.timeout)
+            with trio.move_on_after(opening) as scope:
+                wire = await self._open(nursery)
+            if scope.cancelled_caught:
+                raise TransportError(
+                    f"the server could not be reached within {opening:g} s",
+                    reason="connect-timeout",
+                )
             try:
                 yield wire
             finally:
