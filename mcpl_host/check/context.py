@@ -289,20 +289,24 @@ class Context:
     async def _find_facts(self) -> Facts:
         facts = Facts()
         lines: list[Line] = []
-        async with self.connect() as wire:
-            answer = await self.initialize(wire, HANDSHAKE_REVISIONS[0])
-            result = answer.get("result") if answer is not None else None
-            if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
-                facts.version = result["protocolVersion"]
-                facts.initialize = result
-            lines += wire.since()
-        async with self.connect() as wire:
-            wire.version = MODERN
-            answer = await wire.call("server/discover", {}, timeout=self.timeout)
-            result = answer.get("result") if answer is not None else None
-            if isinstance(result, dict) and MODERN in (result.get("supportedVersions") or ()):
-                facts.discover = result
-            lines += wire.since()
+        offers = [v for v in HANDSHAKE_REVISIONS if v in self.options.versions]
+        if offers:
+            async with self.connect() as wire:
+                answer = await self.initialize(wire, offers[0])
+                result = answer.get("result") if answer is not None else None
+                if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
+                    facts.version = result["protocolVersion"]
+                    facts.initialize = result
+                lines += wire.since()
+        if MODERN in self.options.versions:
+            async with self.connect() as wire:
+                wire.version = MODERN
+                answer = await wire.call("server/discover", {}, timeout=self.timeout)
+                result = answer.get("result") if answer is not None else None
+                versions = result.get("supportedVersions") if isinstance(result, dict) else None
+                if isinstance(versions, list) and MODERN in versions:
+                    facts.discover = result
+                lines += wire.since()
         facts.evidence = tuple(lines)
         return facts
 
