@@ -3,6 +3,7 @@ against the demo server, each with the fault that breaks it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .servers import Fault, rewrite, run, verdict
@@ -129,7 +130,7 @@ async def test_list_shapes_fail_on_missing_members() -> None:
 CAPABILITIES = ("content.capabilities-agree", "content.undeclared-capabilities")
 
 
-def _undeclare(*names: str) -> Any:
+def _undeclare(*names: str) -> Callable[[Any, Any], Any]:
     def undeclare(request: Any, answer: Any) -> Any:
         for name in names:
             del answer["result"]["capabilities"][name]
@@ -167,15 +168,17 @@ async def test_an_undeclared_capability_served_warns() -> None:
 
 
 async def test_an_undeclared_capability_refused_passes() -> None:
-    class NoCompletions(Fault):
-        def exchange(self, line: bytes, answers: list[bytes]) -> list[bytes]:
-            if b'"completion/complete"' in line:
-                return [a.replace(b'"code":-32602', b'"code":-32601') for a in answers]
-            return _on("initialize", _undeclare("completions"))(self.session).exchange(
-                line, answers
-            )
+    undeclare = _undeclare("completions")
 
-    report = await run(NoCompletions, *CAPABILITIES)
+    def no_completions(request: Any, answer: Any) -> Any:
+        method = request.get("method") if isinstance(request, dict) else None
+        if method == "initialize":
+            return undeclare(request, answer)
+        if method == "completion/complete":
+            answer["error"] = {"code": -32601, "message": "Method not found"}
+        return answer
+
+    report = await run(rewrite(no_completions), *CAPABILITIES)
     finding = _finding(report, "content.undeclared-capabilities")
     assert finding.verdict.value == "pass", finding.detail
     assert "completions" in finding.detail
