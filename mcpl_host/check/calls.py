@@ -23,6 +23,9 @@ from .wire import MODERN, Received
 __all__ = ["Call", "CallRun", "token_for", "tool_calls"]
 
 _KEY: Final = "calls.run"
+# The lines kept for the probes that read the run, in bytes: past it, later lines are
+# dropped (a server flooding notifications must not cost unbounded memory).
+MAX_KEPT_BYTES: Final = 16 * 1024 * 1024
 _LOCK: Final = "calls.lock"
 
 
@@ -53,6 +56,7 @@ class CallRun:
     level_set: bool = False
     level_from: int = 0  # the first line of ``received`` after the level was set
     received: list[Received] = field(default_factory=list)
+    kept_bytes: int = 0
     evidence: tuple[Line, ...] = ()
 
 
@@ -76,7 +80,7 @@ async def _make(ctx: Context) -> CallRun:
         if "logging" in capabilities and wire.version != MODERN:
             request = wire.request("logging/setLevel", {"level": "emergency"})
             answer, lines = await exchange(wire, request, ctx.timeout)
-            run.received += lines
+            _keep(run, lines)
             run.level_set = answer is not None and "result" in answer
             run.level_from = len(run.received)
         listing = await read_list(wire, LISTS[0], ctx.timeout)
@@ -90,7 +94,15 @@ async def _make(ctx: Context) -> CallRun:
             request = wire.request("tools/call", params)
             call = Call(name, arguments, request["id"], token)
             call.answer, lines = await exchange(wire, request, ctx.timeout)
-            run.received += lines
+            _keep(run, lines)
             run.calls.append(call)
         run.evidence = wire.since()
     return run
+
+
+def _keep(run: CallRun, lines: list[Received]) -> None:
+    for line in lines:
+        if run.kept_bytes + len(line.raw) > MAX_KEPT_BYTES:
+            return
+        run.kept_bytes += len(line.raw)
+        run.received.append(line)

@@ -29,7 +29,8 @@ UNDECLARED = rule(
 # serves the method answers -32602 (or an empty completion): either is "served".
 _PROBES: Final[dict[str, tuple[tuple[str, dict[str, Any]], ...]]] = {
     "tools": (("tools/list", {}),),
-    "resources": (("resources/list", {}), ("resources/templates/list", {})),
+    # resources/templates/list is an optional part of resources: not asked for here.
+    "resources": (("resources/list", {}),),
     "prompts": (("prompts/list", {}),),
     "logging": (("logging/setLevel", {"level": "info"}),),
     "completions": (

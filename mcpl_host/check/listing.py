@@ -32,23 +32,33 @@ __all__ = [
 
 MAX_PAGES: Final = 1000
 MAX_ITEMS: Final = 10_000
+# Items are kept from at most this many bytes of pages; later pages are still read (the
+# list must end), their items counted for duplicates but not kept.
+MAX_KEPT_BYTES: Final = 32 * 1024 * 1024
+_IDENT_CHARS: Final = 200
+METHOD_NOT_FOUND: Final = -32601
 
 
 @dataclass(frozen=True, slots=True)
 class ListKind:
     """One list method: the capability that declares it, the result's member holding
-    the items, and the item's member that names it (its identity for duplicates)."""
+    the items, and the item's member that names it (its identity for duplicates).
+    ``optional``: a server with the capability may leave the method out (answer -32601):
+    resource templates are an optional part of resources."""
 
     capability: str
     method: str
     key: str
     ident: str
+    optional: bool = False
 
 
 LISTS: Final = (
     ListKind("tools", "tools/list", "tools", "name"),
     ListKind("resources", "resources/list", "resources", "uri"),
-    ListKind("resources", "resources/templates/list", "resourceTemplates", "uriTemplate"),
+    ListKind(
+        "resources", "resources/templates/list", "resourceTemplates", "uriTemplate", optional=True
+    ),
     ListKind("prompts", "prompts/list", "prompts", "name"),
 )
 
@@ -62,7 +72,8 @@ def declared_lists(capabilities: dict[str, Any]) -> list[ListKind]:
 class Listing:
     """A list as read: ``items`` (those kept), ``problem`` (why it is not whole and
     right: None when it is), ``duplicates`` (identities seen twice), ``pages`` read,
-    ``error`` (the JSON-RPC error a page was answered with, if any) and the lines."""
+    ``error`` (the JSON-RPC error a page was answered with, if any) and the lines.
+    ``absent``: an optional list the server does not serve (no items, no problem)."""
 
     kind: ListKind
     items: list[Any] = field(default_factory=list)
@@ -70,6 +81,7 @@ class Listing:
     duplicates: list[str] = field(default_factory=list)
     pages: int = 0
     error: Any = None
+    absent: bool = False
     evidence: tuple[Line, ...] = ()
 
 
@@ -113,23 +125,29 @@ async def read_list(
     seen_cursors: set[str] = set()
     seen: set[str] = set()
     cursor: str | None = None
+    kept_bytes = 0
     while True:
         params: dict[str, Any] = dict(first_params or {}) if cursor is None else {}
         if cursor is not None:
             params["cursor"] = cursor
-        answer, _ = await exchange(wire, wire.request(kind.method, params), timeout)
+        answer, lines = await exchange(wire, wire.request(kind.method, params), timeout)
         listing.pages += 1
         listing.problem = _page_problem(kind, answer, listing)
         if listing.problem is not None or answer is None:
+            if listing.pages == 1 and kind.optional and _code(listing.error) == METHOD_NOT_FOUND:
+                listing.problem, listing.absent = None, True
             break
         result = answer["result"]
+        kept_bytes += len(lines[-1].raw)
         for item in result[kind.key]:
             ident = item.get(kind.ident) if isinstance(item, dict) else None
             if isinstance(ident, str):
+                ident = ident[:_IDENT_CHARS]
                 if ident in seen and len(listing.duplicates) < 10:
                     listing.duplicates.append(ident)
-                seen.add(ident)
-            if len(listing.items) < MAX_ITEMS:
+                if len(seen) < MAX_ITEMS * 10:
+                    seen.add(ident)
+            if len(listing.items) < MAX_ITEMS and kept_bytes <= MAX_KEPT_BYTES:
                 listing.items.append(item)
         cursor = result.get("nextCursor")
         if cursor is None:
@@ -146,6 +164,10 @@ async def read_list(
         seen_cursors.add(cursor)
     listing.evidence = _cut(wire.since(mark))
     return listing
+
+
+def _code(error: Any) -> Any:
+    return error.get("code") if isinstance(error, dict) else None
 
 
 def _page_problem(kind: ListKind, answer: dict[str, Any] | None, listing: Listing) -> str | None:

@@ -303,3 +303,12 @@ async def test_completion_is_not_applicable_without_the_capability() -> None:
 
     report = await run(_on("initialize", undeclare), "utilities.completion")
     assert verdict(report, "utilities.completion") == "n/a"
+
+
+async def test_a_server_without_resource_templates_is_not_at_fault() -> None:
+    def no_templates(request: Any, answer: Any) -> Any:
+        error = {"code": -32601, "message": "Method not found"}
+        return {"jsonrpc": "2.0", "id": answer["id"], "error": error}
+
+    report = await run(_on("resources/templates/list", no_templates), "utilities.pagination")
+    assert verdict(report, "utilities.pagination") == "pass"
