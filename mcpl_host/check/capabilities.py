@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from .context import Context
-from .listing import exchange, shown
-from .rules import Line, probe, rule
+from .listing import exchange, probe_quoting, shown
+from .rules import Line, rule
 from .wire import MODERN
 
 CAPABILITIES_AGREE = rule(
@@ -50,7 +50,7 @@ def _code(answer: dict[str, Any]) -> Any:
     return error.get("code") if isinstance(error, dict) else error
 
 
-@probe(CAPABILITIES_AGREE, UNDECLARED)
+@probe_quoting(CAPABILITIES_AGREE, UNDECLARED)
 async def capabilities_agree(ctx: Context) -> None:
     caps = (await ctx.facts()).capabilities
     unserved: list[str] = []

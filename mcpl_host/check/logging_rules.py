@@ -9,8 +9,8 @@ from typing import Any, Final
 
 from .calls import tool_calls
 from .context import Context
-from .listing import exchange, shown
-from .rules import Line, probe, rule
+from .listing import exchange, peer_line, probe_quoting, shown
+from .rules import Line, rule
 from .wire import Received
 
 LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -44,7 +44,7 @@ def _empty(answer: dict[str, Any] | None) -> bool:
     return isinstance(result, dict) and not set(result) - {"_meta"}
 
 
-def _below(lines: Iterable[Received], level: str) -> list[Line]:
+def _below(ctx: Context, lines: Iterable[Received], level: str) -> list[Line]:
     """The log messages among ``lines`` at a known level below ``level``."""
     floor = LEVELS.index(level)
     out = []
@@ -55,11 +55,11 @@ def _below(lines: Iterable[Received], level: str) -> list[Line]:
         params = value.get("params")
         said = params.get("level") if isinstance(params, dict) else None
         if said in LEVELS and LEVELS.index(said) < floor:
-            out.append(Line("←", line.raw[:300].decode("utf-8", "replace")))
+            out.append(peer_line(ctx, line))
     return out
 
 
-@probe(*_RULES)
+@probe_quoting(*_RULES)
 async def logging_levels(ctx: Context) -> None:
     facts = await ctx.facts()
     why = None
@@ -109,11 +109,11 @@ async def logging_levels(ctx: Context) -> None:
     if not _empty(emergency):
         ctx.failed(LEVEL_FILTER, 'setLevel "emergency" was not answered {}: not judged', set_lines)
         return
-    below = _below(after, "emergency")
+    below = _below(ctx, after, "emergency")
     during = "after the level was set"
     run = await tool_calls(ctx)
     if run is not None and run.level_set:
-        below += _below(run.received[run.level_from :], "emergency")
+        below += _below(ctx, run.received[run.level_from :], "emergency")
         during += f" and during {len(run.calls)} tool calls"
     if below:
         ctx.failed(LEVEL_FILTER, f"{len(below)} messages below emergency {during}", below[:10])

@@ -9,8 +9,16 @@ from typing import Any, Final
 
 from .calls import tool_calls
 from .context import Context
-from .listing import declared_lists, exchange, is_response, read_list, shown
-from .rules import Line, probe, rule
+from .listing import (
+    declared_lists,
+    exchange,
+    is_response,
+    peer_line,
+    probe_quoting,
+    read_list,
+    shown,
+)
+from .rules import Line, rule
 from .wire import MODERN, Received, Wire, same_id
 
 # How long after the ping's answer a late answer to a notification is still awaited:
@@ -53,7 +61,7 @@ def _first_list_method(ctx_caps: dict[str, Any]) -> str | None:
     return kinds[0].method if kinds else None
 
 
-@probe(CANCELLATION)
+@probe_quoting(CANCELLATION)
 async def cancellation(ctx: Context) -> None:
     facts = await ctx.facts()
     method = _first_list_method(facts.capabilities)
@@ -107,7 +115,8 @@ class ProgressWatch:
     """Reads received lines in order against the tokens in flight; collects problems
     and the progress lines (the evidence)."""
 
-    def __init__(self) -> None:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
         self.active: list[Any] = []
         self.last: list[tuple[Any, float]] = []  # (token, last progress), tokens not hashed
         self.problems: list[str] = []
@@ -124,7 +133,7 @@ class ProgressWatch:
             value = line.value
             if not isinstance(value, dict) or value.get("method") != "notifications/progress":
                 continue
-            self.lines.append(Line("←", line.raw[:300].decode("utf-8", "replace")))
+            self.lines.append(peer_line(self.ctx, line))
             problem = self._problem(value.get("params"))
             if problem is not None and len(self.problems) < 10:
                 self.problems.append(problem)
@@ -147,10 +156,10 @@ class ProgressWatch:
         return None
 
 
-@probe(PROGRESS)
+@probe_quoting(PROGRESS)
 async def progress(ctx: Context) -> None:
     facts = await ctx.facts()
-    watch = ProgressWatch()
+    watch = ProgressWatch(ctx)
     sent = 0
     async with ctx.borrow() as wire:
         for index, kind in enumerate(declared_lists(facts.capabilities)):
@@ -206,7 +215,7 @@ INVALID_CURSOR_RULE = rule(
 )
 
 
-@probe(PAGINATION, INVALID_CURSOR_RULE)
+@probe_quoting(PAGINATION, INVALID_CURSOR_RULE)
 async def pagination(ctx: Context) -> None:
     kinds = declared_lists((await ctx.facts()).capabilities)
     if not kinds:
