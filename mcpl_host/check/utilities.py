@@ -18,7 +18,7 @@ from .listing import (
     read_list,
     shown,
 )
-from .rules import Line, rule
+from .rules import Line, Verdict, rule
 from .wire import MODERN, Received, Wire, same_id
 
 # How long after the ping's answer a late answer to a notification is still awaited:
@@ -97,7 +97,11 @@ async def cancellation(ctx: Context) -> None:
                 ctx.failed(CANCELLATION, f"answered the cancellation of tool {name}'s call", wire)
                 return
             if not alive:
-                ctx.failed(CANCELLATION, f"no longer answers after cancelling tool {name}", wire)
+                # A server may ignore a cancellation and finish the tool first: busy, not
+                # broken, for as long as the tool the user chose takes.
+                busy = f"no answer to a ping within {ctx.timeout:g} s after cancelling tool "
+                busy += f"{name}: it may still be running the tool"
+                ctx.judge(CANCELLATION, Verdict.WARN, busy, wire)
                 return
             detail += f"; likewise for tool {name}'s call"
         ctx.passed(CANCELLATION, detail, wire)

@@ -71,6 +71,38 @@ async def test_cancellation_fails_when_the_notification_is_answered() -> None:
     assert any(line.direction == "←" and '"id":null' in line.text for line in finding.evidence)
 
 
+class FallsSilent(Fault):
+    """Answers nothing once it read a line with ``after`` in it."""
+
+    after = b'"notifications/cancelled"'
+
+    def __init__(self, session: Any) -> None:
+        super().__init__(session)
+        self.silent = False
+
+    def exchange(self, line: bytes, answers: list[bytes]) -> list[bytes]:
+        self.silent = self.silent or self.after in line
+        return [] if self.silent else answers
+
+
+class BusyAfterACall(FallsSilent):
+    after = b'"tools/call"'
+
+
+async def test_cancellation_fails_when_the_server_stops_answering() -> None:
+    report = await run(FallsSilent, "utilities.cancellation", timeout=0.3)
+    finding = _finding(report, "utilities.cancellation")
+    assert finding.verdict.value == "fail"
+    assert "no longer answers" in finding.detail
+
+
+async def test_cancellation_of_a_call_warns_when_the_server_stays_busy() -> None:
+    report = await run(BusyAfterACall, "utilities.cancellation", timeout=0.3, calls=ADD)
+    finding = _finding(report, "utilities.cancellation")
+    assert finding.verdict.value == "warn"
+    assert "may still be running" in finding.detail
+
+
 # --- progress -------------------------------------------------------------------------
 def _progress_fault(make: Any) -> type[Fault]:
     """Before a list request's answer, the progress notifications ``make(token)``."""
