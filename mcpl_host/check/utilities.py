@@ -56,8 +56,8 @@ async def settle(ctx: Context, wire: Wire, allowed: Sequence[Any]) -> tuple[list
     return strays, answered
 
 
-def _first_list_method(ctx_caps: dict[str, Any]) -> str | None:
-    kinds = declared_lists(ctx_caps)
+def _first_list_method(capabilities: dict[str, Any]) -> str | None:
+    kinds = declared_lists(capabilities)
     return kinds[0].method if kinds else None
 
 
