@@ -44,6 +44,15 @@ def _empty(answer: dict[str, Any] | None) -> bool:
     return isinstance(result, dict) and not set(result) - {"_meta"}
 
 
+def _how(answer: dict[str, Any] | None) -> str:
+    """How a setLevel answer that is not ``{}`` went wrong."""
+    if answer is None:
+        return "was not answered"
+    if "error" in answer:
+        return "was answered with an error"
+    return "was answered with a result other than {}"
+
+
 def _below(ctx: Context, lines: Iterable[Received], level: str) -> list[Line]:
     """The log messages among ``lines`` at a known level below ``level``."""
     floor = LEVELS.index(level)
@@ -90,10 +99,15 @@ async def logging_levels(ctx: Context) -> None:
         mark = wire.mark()
         _, after = await exchange(wire, wire.request("ping"), ctx.timeout)
         after_lines = wire.since(mark)
-    if _empty(debug) and _empty(emergency):
-        ctx.passed(LOGGING, 'levels "debug" and "emergency" each answered {}', set_lines)
+    wrong = [
+        f"level {level!r} {_how(answer)}"
+        for level, answer in (("debug", debug), ("emergency", emergency))
+        if not _empty(answer)
+    ]
+    if wrong:
+        ctx.failed(LOGGING, "; ".join(wrong), set_lines)
     else:
-        ctx.failed(LOGGING, 'setLevel "debug" or "emergency" was not answered {}', set_lines)
+        ctx.passed(LOGGING, "levels 'debug' and 'emergency' each answered {}", set_lines)
     error = loud.get("error") if loud is not None else None
     code = error.get("code") if isinstance(error, dict) else None
     if code == -32602:

@@ -263,7 +263,9 @@ async def test_logging_fails_when_set_level_answers_otherwise() -> None:
         return answer
 
     report = await run(_on("logging/setLevel", result), *LOGGING)
-    assert verdict(report, "utilities.logging") == "fail"
+    finding = _finding(report, "utilities.logging")
+    assert finding.verdict.value == "fail"
+    assert finding.detail == "level 'debug' was answered with a result other than {}"
     assert verdict(report, "utilities.invalid-log-level") == "pass"
 
 
