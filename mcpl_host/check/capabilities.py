@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from .context import Context
-from .listing import exchange, probe_quoting, shown
+from .listing import METHOD_NOT_FOUND, exchange, probe_quoting, shown
 from .rules import Line, rule
 from .wire import MODERN
 
@@ -50,56 +50,83 @@ def _code(answer: dict[str, Any]) -> Any:
     return error.get("code") if isinstance(error, dict) else error
 
 
+def _served_problem(method: str, answer: dict[str, Any] | None) -> str | None:
+    """Why a declared capability's ``method`` was not served (None: it was)."""
+    if answer is None:
+        return "was not answered"
+    if "result" in answer:
+        return None
+    # completion/complete names a prompt that does not exist: any error but "no such
+    # method" shows the method is served.
+    if method == "completion/complete" and _code(answer) != METHOD_NOT_FOUND:
+        return None
+    return f"was answered with error {shown(_code(answer))}"
+
+
+def _refusal_problem(answer: dict[str, Any] | None) -> str | None:
+    """Why an undeclared capability's method was not refused with -32601 (None: it was)."""
+    if answer is None:
+        return "was not answered"
+    if "result" in answer:
+        return "was answered with a result"
+    if _code(answer) != METHOD_NOT_FOUND:
+        return f"was answered with error {shown(_code(answer))}, not -32601"
+    return None
+
+
 @probe_quoting(CAPABILITIES_AGREE, UNDECLARED)
 async def capabilities_agree(ctx: Context) -> None:
     caps = (await ctx.facts()).capabilities
-    unserved: list[str] = []
-    served: list[str] = []
+    declared: dict[str, list[str]] = {}  # capability -> problems
+    undeclared: dict[str, list[str]] = {}
     evidence: list[Line] = []
     undeclared_evidence: list[Line] = []
-    declared = [c for c in _PROBES if c in caps]
     # A fresh session: setLevel changes it, and an undeclared method may upset the server.
     async with ctx.session() as wire:
         for capability, requests in _PROBES.items():
             if capability == "logging" and wire.version == MODERN:
                 continue  # 2026-07-28 has no logging/setLevel
+            verdicts, lines = (
+                (declared, evidence) if capability in caps else (undeclared, undeclared_evidence)
+            )
+            problems = verdicts.setdefault(capability, [])
             for method, params in requests:
                 mark = wire.mark()
                 answer, _ = await exchange(wire, wire.request(method, params), ctx.timeout)
-                lines = wire.since(mark)
                 if capability in caps:
-                    if answer is None or (
-                        "result" not in answer
-                        and (method != "completion/complete" or _code(answer) == -32601)
-                    ):
-                        unserved.append(
-                            f"{method} ({capability} declared) was not answered"
-                            if answer is None
-                            else f"{method} ({capability} declared): error {shown(_code(answer))}"
-                        )
-                        evidence += lines
-                    elif not evidence:
-                        evidence += lines
-                elif answer is not None and ("result" in answer or _code(answer) != -32601):
-                    how = "a result" if "result" in answer else f"error {shown(_code(answer))}"
-                    served.append(f"{method} ({capability} not declared) answered with {how}")
-                    undeclared_evidence += lines
-                elif not undeclared_evidence:
-                    undeclared_evidence += lines
-    if unserved:
-        ctx.failed(CAPABILITIES_AGREE, "; ".join(unserved), evidence)
-    elif not declared:
-        ctx.not_applicable(CAPABILITIES_AGREE, "the server declares none of them")
+                    problem = _served_problem(method, answer)
+                    said = f"{method} ({capability} declared) {problem}"
+                else:
+                    problem = _refusal_problem(answer)
+                    said = f"{method} ({capability} not declared) {problem}"
+                if problem is not None:
+                    problems.append(said)
+                if problem is not None or not lines:
+                    lines += wire.since(mark)
+    _judge(ctx, CAPABILITIES_AGREE, declared, evidence, what="declared", ok="answered")
+    _judge(
+        ctx,
+        UNDECLARED,
+        undeclared,
+        undeclared_evidence,
+        what="not declared",
+        ok="refused with -32601",
+    )
+
+
+def _judge(
+    ctx: Context,
+    rule_id: str,
+    problems: dict[str, list[str]],
+    evidence: list[Line],
+    *,
+    what: str,
+    ok: str,
+) -> None:
+    found = [p for ps in problems.values() for p in ps]
+    if found:
+        ctx.failed(rule_id, "; ".join(found), evidence)
+    elif not problems:
+        ctx.not_applicable(rule_id, f"no capability checked is {what}")
     else:
-        ctx.passed(CAPABILITIES_AGREE, f"{', '.join(declared)}: their methods answered", evidence)
-    missing = [c for c in _PROBES if c not in caps]
-    if served:
-        ctx.failed(UNDECLARED, "; ".join(served), undeclared_evidence)
-    elif not missing:
-        ctx.not_applicable(UNDECLARED, "the server declares every capability checked")
-    else:
-        ctx.passed(
-            UNDECLARED,
-            f"{', '.join(missing)}: not declared, refused with -32601",
-            undeclared_evidence,
-        )
+        ctx.passed(rule_id, f"{', '.join(problems)} {what}: their methods {ok}", evidence)

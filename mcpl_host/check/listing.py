@@ -22,6 +22,7 @@ __all__ = [
     "LISTS",
     "MAX_ITEMS",
     "MAX_PAGES",
+    "METHOD_NOT_FOUND",
     "ListKind",
     "Listing",
     "declared_lists",

@@ -164,7 +164,7 @@ async def test_an_undeclared_capability_served_warns() -> None:
     assert verdict(report, "content.capabilities-agree") == "pass"
     finding = _finding(report, "content.undeclared-capabilities")
     assert finding.verdict.value == "warn"
-    assert "prompts/list (prompts not declared) answered with a result" in finding.detail
+    assert finding.detail == "prompts/list (prompts not declared) was answered with a result"
 
 
 async def test_an_undeclared_capability_refused_passes() -> None:
@@ -224,3 +224,18 @@ async def test_structured_content_fails_on_a_result_that_is_no_call_tool_result(
 async def test_structured_content_warns_when_the_call_is_refused() -> None:
     report = await run(Fault, "content.structured-content", calls=[("nope", {})])
     assert verdict(report, "content.structured-content") == "warn"
+
+
+async def test_an_undeclared_capability_unanswered_warns() -> None:
+    undeclare = _undeclare("prompts")
+
+    def silent(request: Any, answer: Any) -> Any:
+        method = request.get("method") if isinstance(request, dict) else None
+        if method == "initialize":
+            return undeclare(request, answer)
+        return None if method == "prompts/list" else answer
+
+    report = await run(rewrite(silent), *CAPABILITIES, timeout=0.3)
+    finding = _finding(report, "content.undeclared-capabilities")
+    assert finding.verdict.value == "warn"
+    assert finding.detail == "prompts/list (prompts not declared) was not answered"
