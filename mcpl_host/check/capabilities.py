@@ -103,7 +103,15 @@ async def capabilities_agree(ctx: Context) -> None:
                     problems.append(said)
                 if problem is not None or not lines:
                     lines += wire.since(mark)
-    _judge(ctx, CAPABILITIES_AGREE, declared, evidence, what="declared", ok="answered")
+    _judge(
+        ctx,
+        CAPABILITIES_AGREE,
+        declared,
+        evidence,
+        what="declared",
+        ok="answered",
+        none="the server declares none of the capabilities checked",
+    )
     _judge(
         ctx,
         UNDECLARED,
@@ -111,6 +119,7 @@ async def capabilities_agree(ctx: Context) -> None:
         undeclared_evidence,
         what="not declared",
         ok="refused with -32601",
+        none="the server declares every capability checked",
     )
 
 
@@ -122,11 +131,12 @@ def _judge(
     *,
     what: str,
     ok: str,
+    none: str,
 ) -> None:
     found = [p for ps in problems.values() for p in ps]
     if found:
         ctx.failed(rule_id, "; ".join(found), evidence)
     elif not problems:
-        ctx.not_applicable(rule_id, f"no capability checked is {what}")
+        ctx.not_applicable(rule_id, none)
     else:
         ctx.passed(rule_id, f"{', '.join(problems)} {what}: their methods {ok}", evidence)
