@@ -4,12 +4,19 @@
 probe module declares the rules it judges. The modules: :mod:`.rules` (rules, verdicts,
 findings, the registry), :mod:`.wire` and :mod:`.httpwire` (one raw connection),
 :mod:`.context` (what a probe works with), :mod:`.run` (running them), :mod:`.report`
-(the result and its JSON); the probes by group: :mod:`.lifecycle`.
+(the result and its JSON); the probes by group: :mod:`.lifecycle`, :mod:`.utilities`,
+:mod:`.logging_rules`, :mod:`.completion`, :mod:`.content`, :mod:`.capabilities`.
 """
 
 from __future__ import annotations
 
-from . import lifecycle  # noqa: F401 - registers its probes
+# The report lists rules in the order their modules are imported: by group.
+# isort: off
+from . import lifecycle  # noqa: F401 - each registers its probes
+from . import utilities, logging_rules, completion  # noqa: F401
+from . import content, capabilities  # noqa: F401
+# isort: on
+
 from .context import CheckOptions, Opener
 from .report import SCHEMA, Report
 from .rules import GROUPS, RULES, Finding, Line, Rule, Verdict

@@ -99,6 +99,9 @@ class Context:
     keepers: trio.Nursery | None = None
     done: trio.Event = field(default_factory=trio.Event)
     _idle: list[tuple[Wire, trio.Event]] = field(default_factory=list)
+    # What a probe module keeps for the run (results several of its probes read), by a
+    # key the module owns.
+    memo: dict[str, Any] = field(default_factory=dict)
 
     @property
     def kind(self) -> TargetKind:
