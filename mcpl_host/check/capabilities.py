@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from .context import Context
-from .listing import METHOD_NOT_FOUND, exchange, probe_quoting, shown
-from .rules import Line, rule
+from .listing import METHOD_NOT_FOUND, exchange, shown
+from .rules import Line, probe, rule
 from .wire import MODERN
 
 CAPABILITIES_AGREE = rule(
@@ -74,7 +74,7 @@ def _refusal_problem(answer: dict[str, Any] | None) -> str | None:
     return None
 
 
-@probe_quoting(CAPABILITIES_AGREE, UNDECLARED)
+@probe(CAPABILITIES_AGREE, UNDECLARED)
 async def capabilities_agree(ctx: Context) -> None:
     caps = (await ctx.facts()).capabilities
     declared: dict[str, list[str]] = {}  # capability -> problems

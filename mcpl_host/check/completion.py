@@ -8,8 +8,8 @@ import re
 from typing import Any, Final
 
 from .context import Context
-from .listing import LISTS, exchange, probe_quoting, read_list, shown
-from .rules import rule
+from .listing import LISTS, exchange, read_list, shown
+from .rules import probe, rule
 from .wire import Wire
 
 MAX_VALUES: Final = 100
@@ -80,7 +80,7 @@ def _problem(answer: dict[str, Any] | None) -> str | None:
     return None
 
 
-@probe_quoting(COMPLETION)
+@probe(COMPLETION)
 async def completion(ctx: Context) -> None:
     caps = (await ctx.facts()).capabilities
     if "completions" not in caps:

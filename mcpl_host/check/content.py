@@ -10,8 +10,8 @@ from typing import Any, Final
 from ..client.schema import UnsupportedSchema, compile_schema, validator_for
 from .calls import tool_calls
 from .context import Context
-from .listing import LISTS, Listing, ListKind, declared_lists, probe_quoting, read_list, shown
-from .rules import Line, Verdict, rule
+from .listing import LISTS, Listing, ListKind, declared_lists, read_list, shown
+from .rules import Line, Verdict, probe, rule
 from .wire import MODERN
 
 TOOL_SCHEMAS = rule(
@@ -115,7 +115,7 @@ def _judge_problems(
         ctx.passed(rule_id, ok, evidence)
 
 
-@probe_quoting(TOOL_SCHEMAS, TOOL_NAMES, LIST_SHAPES)
+@probe(TOOL_SCHEMAS, TOOL_NAMES, LIST_SHAPES)
 async def listed_content(ctx: Context) -> None:
     facts = await ctx.facts()
     kinds = declared_lists(facts.capabilities)
@@ -195,7 +195,7 @@ def _call_problem(result: Any, tool: dict[str, Any] | None) -> str | None:
     return None
 
 
-@probe_quoting(STRUCTURED_CONTENT)
+@probe(STRUCTURED_CONTENT)
 async def structured_content(ctx: Context) -> None:
     run = await tool_calls(ctx)
     if run is None:

@@ -33,6 +33,8 @@ from ..transports.targets import (
 from .rules import RULES, Finding, Line, Verdict
 from .wire import CLIENT_INFO, MODERN, StreamWire, Wire
 
+DETAIL_CHARS: Final = 1000
+
 __all__ = ["HANDSHAKE_REVISIONS", "CheckOptions", "Context", "Facts", "Opener", "TargetKind"]
 
 # The handshake era, newest first: what initialize may offer.
@@ -142,7 +144,10 @@ class Context:
         if rule_id not in self.selected:
             return
         lines = evidence.since() if isinstance(evidence, Wire) else tuple(evidence)
-        self.findings[rule_id] = Finding(RULES[rule_id], verdict, detail, lines)
+        # A detail may quote the peer (a tool's name, an error's message): made safe here,
+        # as the transcript's lines are where they are taken.
+        safe = self.redactor.log_value(detail, DETAIL_CHARS)
+        self.findings[rule_id] = Finding(RULES[rule_id], verdict, safe, lines)
 
     def passed(self, rule_id: str, detail: str, evidence: Sequence[Line] | Wire = ()) -> None:
         self.judge(rule_id, Verdict.PASS, detail, evidence)

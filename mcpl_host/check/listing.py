@@ -10,12 +10,11 @@ read (no answer, an error, a page that is not a list) is a :class:`Listing` with
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .rules import Line, ProbeFunction, probe
+from .rules import Line
 from .wire import EVIDENCE_CHARS, Received, Wire, same_id
 
 __all__ = [
@@ -29,12 +28,10 @@ __all__ = [
     "exchange",
     "is_response",
     "peer_line",
-    "probe_quoting",
     "read_list",
     "shown",
 ]
 
-DETAIL_CHARS: Final = 1000
 MAX_PAGES: Final = 1000
 MAX_ITEMS: Final = 10_000
 # Items are kept from at most this many bytes of pages; later pages are still read (the
@@ -113,29 +110,6 @@ async def exchange(
     return None, lines
 
 
-def probe_quoting(*rules: str) -> Callable[[ProbeFunction], ProbeFunction]:
-    """:func:`~.rules.probe`, for a probe whose details quote the peer (a tool's name, an
-    error code): once it ends, each detail it gave is redacted, escaped and cut with the
-    run's redactor, as the transcript's lines are."""
-
-    def register(function: ProbeFunction) -> ProbeFunction:
-        async def run(ctx: Any) -> None:
-            try:
-                await function(ctx)
-            finally:
-                for rule_id in rules:
-                    found = ctx.findings.get(rule_id)
-                    if found is not None:
-                        safe = ctx.redactor.log_value(found.detail, DETAIL_CHARS)
-                        ctx.findings[rule_id] = dataclasses.replace(found, detail=safe)
-
-        run.__name__ = function.__name__
-        probe(*rules)(run)
-        return function
-
-    return register
-
-
 def peer_line(ctx: Any, line: Received) -> Line:
     """A received line as evidence, redacted, escaped and cut as the transcript's are."""
     text = line.raw[: 4 * EVIDENCE_CHARS].decode("utf-8", "replace")
@@ -143,8 +117,8 @@ def peer_line(ctx: Any, line: Received) -> Line:
 
 
 def shown(value: Any, limit: int = 60) -> str:
-    """A peer value for a detail: its repr, cut (:func:`probe_quoting` makes the whole
-    detail safe to show)."""
+    """A peer value for a detail: its repr, cut (the Context makes the whole detail safe
+    to show)."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

@@ -9,8 +9,8 @@ from typing import Any, Final
 
 from .calls import tool_calls
 from .context import Context
-from .listing import exchange, peer_line, probe_quoting, shown
-from .rules import Line, rule
+from .listing import exchange, peer_line, shown
+from .rules import Line, probe, rule
 from .wire import Received
 
 LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -68,7 +68,7 @@ def _below(ctx: Context, lines: Iterable[Received], level: str) -> list[Line]:
     return out
 
 
-@probe_quoting(*_RULES)
+@probe(*_RULES)
 async def logging_levels(ctx: Context) -> None:
     facts = await ctx.facts()
     why = None

@@ -14,11 +14,10 @@ from .listing import (
     exchange,
     is_response,
     peer_line,
-    probe_quoting,
     read_list,
     shown,
 )
-from .rules import Line, Verdict, rule
+from .rules import Line, Verdict, probe, rule
 from .wire import MODERN, Received, Wire, same_id
 
 # How long after the ping's answer a late answer to a notification is still awaited:
@@ -61,7 +60,7 @@ def _first_list_method(capabilities: dict[str, Any]) -> str | None:
     return kinds[0].method if kinds else None
 
 
-@probe_quoting(CANCELLATION)
+@probe(CANCELLATION)
 async def cancellation(ctx: Context) -> None:
     facts = await ctx.facts()
     method = _first_list_method(facts.capabilities)
@@ -160,7 +159,7 @@ class ProgressWatch:
         return None
 
 
-@probe_quoting(PROGRESS)
+@probe(PROGRESS)
 async def progress(ctx: Context) -> None:
     facts = await ctx.facts()
     watch = ProgressWatch(ctx)
@@ -219,7 +218,7 @@ INVALID_CURSOR_RULE = rule(
 )
 
 
-@probe_quoting(PAGINATION, INVALID_CURSOR_RULE)
+@probe(PAGINATION, INVALID_CURSOR_RULE)
 async def pagination(ctx: Context) -> None:
     kinds = declared_lists((await ctx.facts()).capabilities)
     if not kinds:
