@@ -10,13 +10,15 @@ findings, the registry), :mod:`.wire` and :mod:`.httpwire` (one raw connection),
 
 from __future__ import annotations
 
-# The report lists rules in the order their modules are imported: by group.
-# isort: off
-from . import lifecycle  # noqa: F401 - each registers its probes
-from . import utilities, logging_rules, completion  # noqa: F401
-from . import content, capabilities  # noqa: F401
-# isort: on
-
+# Each probe module registers its probes when imported.
+from . import (  # noqa: F401
+    capabilities,
+    completion,
+    content,
+    lifecycle,
+    logging_rules,
+    utilities,
+)
 from .context import CheckOptions, Opener
 from .report import SCHEMA, Report
 from .rules import GROUPS, RULES, Finding, Line, Rule, Verdict
