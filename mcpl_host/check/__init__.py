@@ -4,12 +4,21 @@
 probe module declares the rules it judges. The modules: :mod:`.rules` (rules, verdicts,
 findings, the registry), :mod:`.wire` and :mod:`.httpwire` (one raw connection),
 :mod:`.context` (what a probe works with), :mod:`.run` (running them), :mod:`.report`
-(the result and its JSON); the probes by group: :mod:`.lifecycle`.
+(the result and its JSON); the probes by group: :mod:`.lifecycle`, :mod:`.utilities`,
+:mod:`.logging_rules`, :mod:`.completion`, :mod:`.content`, :mod:`.capabilities`.
 """
 
 from __future__ import annotations
 
-from . import lifecycle  # noqa: F401 - registers its probes
+# Each probe module registers its probes when imported.
+from . import (  # noqa: F401
+    capabilities,
+    completion,
+    content,
+    lifecycle,
+    logging_rules,
+    utilities,
+)
 from .context import CheckOptions, Opener
 from .report import SCHEMA, Report
 from .rules import GROUPS, RULES, Finding, Line, Rule, Verdict
