@@ -134,7 +134,8 @@ def render_rules(style: Style) -> str:
 
 
 def rules_json() -> dict[str, Any]:
-    """``--list --json``: the rules as the report's ``rules`` entries have them."""
+    """``--list --json``: the rules as the report's ``rules`` entries have them, in the
+    report's order (by group)."""
     return {
         "schema": SCHEMA,
         "rules": [
@@ -146,6 +147,8 @@ def rules_json() -> dict[str, Any]:
                 "revision": r.revision,
                 "section": r.section,
             }
+            for group in GROUPS
             for r in RULES.values()
+            if r.group == group
         ],
     }
