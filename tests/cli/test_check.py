@@ -27,6 +27,7 @@ from mcpl_host.protocol.redact import Redactor
 from .helpers import (
     CLI,
     TIMEOUT,
+    closed_port_url,
     refusing_http_server,
     run,
     run_in_process,
@@ -263,10 +264,17 @@ def test_a_missing_program_exits_as_connect_does() -> None:
     assert report["ok"] is False
 
 
-def test_a_server_that_exits_at_once_is_unreachable() -> None:
-    done = run("check", *FAST, "--", sys.executable, "-c", "pass")
-    assert done.returncode == 6, done.stdout + done.stderr
-    assert "transport-closed" in done.stdout
+def test_a_server_that_exits_at_once_is_unreachable(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run_in_process(capsys, "check", *FAST, "--", sys.executable, "-c", "pass")
+    assert status == 6, out + err
+    assert "transport-closed" in out
+
+
+def test_no_http_server_is_unreachable(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_in_process(capsys, "check", "--json", *FAST, closed_port_url())
+    assert status == 6
+    error = json.loads(out)["error"]
+    assert (error["kind"], error["reason"]) == ("transport-closed", "connect-failed")
 
 
 def test_an_http_server_asking_for_authorization_exits_4_and_never_shows_the_token() -> None:
