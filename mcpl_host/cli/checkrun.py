@@ -47,8 +47,9 @@ from .targets import Planned, resolve
 
 __all__ = ["run_check"]
 
-# The checker's notes that mean nobody was there to answer.
+# The checker's note of an HTTP answer's status.
 _STATUS: Final = re.compile(r"POST → HTTP (\d{3}) ")
+# The checker's notes that mean nobody was there to answer.
 _GONE: Final = ("POST failed", "the server closed the connection", "could not write")
 
 

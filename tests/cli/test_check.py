@@ -420,3 +420,23 @@ def test_a_finding_shows_its_last_12_evidence_lines_unless_v() -> None:
     whole = render_check(_report(20, "bad"), redactor, style, show_passing=True)
     assert re.findall(r"^        ← line (\d+)$", whole, re.M) == [str(n) for n in range(20)]
     assert "1 rule: 0 passed, 1 failed, 0 warnings, 0 not applicable" in whole
+
+
+def test_call_is_the_only_way_a_tool_is_called(capsys: pytest.CaptureFixture[str]) -> None:
+    rule = "content.structured-content"
+    if rule not in RULES:
+        pytest.skip(f"{rule} is not on this branch")
+    status, out, _ = run_in_process(capsys, "check", "--json", *FAST, "--only", rule, "--demo")
+    assert status == 0
+    (entry,) = json.loads(out)["rules"]
+    assert entry["verdict"] == "n/a"
+    assert not any('"tools/call"' in line["text"] for line in entry["evidence"])
+    called = ("--call", "add", '{"a": 2, "b": 40}')
+    status, out, _ = run_in_process(
+        capsys, "check", "--json", "-v", *FAST, *called, "--only", rule, "--demo"
+    )
+    assert status == 0
+    (entry,) = json.loads(out)["rules"]
+    assert entry["verdict"] == "pass"
+    sent = [line["text"] for line in entry["evidence"] if line["direction"] == "sent"]
+    assert any('"name":"add","arguments":{"a":2,"b":40}' in text for text in sent), sent
