@@ -26,6 +26,7 @@ DOC = ROOT / "docs" / "check.md"
 BEGIN = "<!-- check-results: begin (scripts/check_servers.py --write) -->"
 END = "<!-- check-results: end -->"
 EVIDENCE_LINES = 6
+SKIP = "<!-- docs-test: skip: a real server's evidence (tests/check/test_real_servers.py) -->"
 
 
 def _ids(report: Report, verdict: Verdict) -> str:
@@ -57,7 +58,8 @@ def section(reports: list[tuple[RealServer, Report]]) -> str:
             out.append(f"- `{finding.rule.id}` ({finding.verdict.value}): {finding.detail}")
             lines = finding.evidence[-EVIDENCE_LINES:]
             if lines:
-                out += ["", "  ```text"]
+                # Marked for the docs test: a real server's evidence, not a command.
+                out += ["", f"  {SKIP}", "  ```text"]
                 out += [f"  {line.direction} {line.text}" for line in lines]
                 out += ["  ```", ""]
     out += ["", END]
