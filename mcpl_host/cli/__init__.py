@@ -32,6 +32,7 @@ from typing import Any, TextIO
 import trio
 
 from ..auth import FileTokenStore, TokenStore, user_store
+from ..check import SCHEMA as CHECK_SCHEMA
 from ..protocol.errors import ConfigurationError
 from ..protocol.profiles import validate_allowlist
 from ..protocol.redact import Redactor
@@ -111,12 +112,14 @@ def _main(args: list[str], mask: logs.LogMask, interrupts: Interrupts) -> int:
         message = mask.redactor.redact(exc.message)
         sys.stderr.write(f"{exc.usage}mcpl-host: error: {message}\n")
         if wants_json(args):
-            _emit(
-                {"ok": False, "target": None, "error": error_object(CONFIG_ERROR, message)},
-                mask.redactor,
-                json=True,
-                interrupts=interrupts,
-            )
+            report: dict[str, Any] = {
+                "ok": False,
+                "target": None,
+                "error": error_object(CONFIG_ERROR, message),
+            }
+            if args[:1] == ["check"]:  # check's every JSON object names its schema
+                report = {"schema": CHECK_SCHEMA, **report}
+            _emit(report, mask.redactor, json=True, interrupts=interrupts)
         return EXIT_USAGE
     if isinstance(options, CompletionOptions):
         sys.stdout.write(script(options.shell))

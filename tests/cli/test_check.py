@@ -317,6 +317,14 @@ def test_bad_check_options_are_usage_errors(
     status, out, err = run_in_process(capsys, "check", *args)
     assert status == 2, out + err
     assert "mcpl-host: error:" in err
+    status, out, err = run_in_process(capsys, "check", "--json", *args)
+    assert status == 2, out + err
+    report = json.loads(out)
+    assert (report["schema"], report["ok"], report["error"]["kind"]) == (
+        SCHEMA,
+        False,
+        "config-error",
+    )
 
 
 SILENT = """\
