@@ -448,3 +448,18 @@ def test_call_is_the_only_way_a_tool_is_called(capsys: pytest.CaptureFixture[str
     assert entry["verdict"] == "pass"
     sent = [line["text"] for line in entry["evidence"] if line["direction"] == "sent"]
     assert any('"name":"add","arguments":{"a":2,"b":40}' in text for text in sent), sent
+
+
+def test_a_config_entry_is_checked_as_connect_opens_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "servers.json"
+    entry = {"command": sys.executable, "args": ["-m", "mcpl_host.demo"], "cwd": str(ROOT)}
+    config.write_text(json.dumps({"mcpServers": {"demo": {**entry, "env": {"K": "v4lue-9"}}}}))
+    status, out, err = run_in_process(
+        capsys, "check", "--json", *FAST, "--only", NEWEST, "--config", str(config)
+    )
+    assert status == 0, out + err
+    report = json.loads(out)
+    assert [entry["verdict"] for entry in report["rules"]] == ["pass"]
+    assert report["server"]["name"] == "mcpl-host-demo"
