@@ -194,13 +194,16 @@ def test_passing_evidence_only_with_v(capsys: pytest.CaptureFixture[str]) -> Non
     assert "        answered {}" in out
 
 
-def test_color_always_and_never() -> None:
+def test_color_always_and_never(capsys: pytest.CaptureFixture[str]) -> None:
     always = run("check", *FAST, "--color", "always", "--only", NEWEST, "--demo")
     assert "\x1b[32mPASS\x1b[0m" in always.stdout
-    never = run("check", *FAST, "--color", "never", "--only", PING, "--demo")
-    assert not ANSI.search(never.stdout)
-    assert "PASS" in never.stdout
-    assert '"method":"ping"' not in never.stdout  # a passing rule's evidence needs -v
+    status, out, _ = run_in_process(
+        capsys, "check", *FAST, "--color", "never", "--only", PING, "--demo"
+    )
+    assert status == 0
+    assert not ANSI.search(out)
+    assert "PASS" in out
+    assert '"method":"ping"' not in out  # a passing rule's evidence needs -v
 
 
 class _Terminal:
