@@ -17,7 +17,7 @@ from typing import Any, Final, Literal
 
 import trio
 
-from ..protocol.errors import TransportError
+from ..protocol.errors import AuthorizationRequired, TransportError
 from ..protocol.profiles import KNOWN_REVISIONS, PROFILES
 from ..protocol.redact import Redactor
 from ..transports import Transport, open_transport
@@ -297,9 +297,11 @@ class Context:
     async def _find_facts(self) -> Facts:
         facts = Facts()
         lines: list[Line] = []
+        wires: list[Wire] = []
         offers = [v for v in HANDSHAKE_REVISIONS if v in self.options.versions]
         if offers:
             async with self.connect() as wire:
+                wires.append(wire)
                 answer = await self.initialize(wire, offers[0])
                 result = answer.get("result") if answer is not None else None
                 if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
@@ -308,6 +310,7 @@ class Context:
                 lines += wire.since()
         if MODERN in self.options.versions:
             async with self.connect() as wire:
+                wires.append(wire)
                 wire.version = MODERN
                 answer = await wire.call("server/discover", {}, timeout=self.timeout)
                 result = answer.get("result") if answer is not None else None
@@ -316,7 +319,31 @@ class Context:
                     facts.discover = result
                 lines += wire.since()
         facts.evidence = tuple(lines)
+        _unreachable(wires)
         return facts
+
+
+def _unreachable(wires: list[Wire]) -> None:
+    """Raise the error of a server nobody answered for: every HTTP answer a 401 or 403
+    (:class:`AuthorizationRequired`), no HTTP answer at all, or a stream that ended
+    without a line (:class:`TransportError`). A server that says anything, however
+    wrong, or stays silent with the connection open, is checked."""
+    from .httpwire import HttpWire  # noqa: PLC0415 - httpx only for HTTP targets
+
+    if any(wire.received for wire in wires if not isinstance(wire, HttpWire)):
+        return
+    statuses = {post.status for wire in wires if isinstance(wire, HttpWire) for post in wire.posts}
+    if statuses and statuses <= {401, 403}:
+        status = min(statuses)
+        raise AuthorizationRequired(
+            f"the server requires authorization (HTTP {status})", status=status
+        )
+    if any(wire.received for wire in wires) or statuses:
+        return
+    if all(isinstance(wire, HttpWire) for wire in wires):
+        raise TransportError("the server gave no HTTP answer", reason="connect-failed")
+    if all(wire.closed for wire in wires):
+        raise TransportError("the server ended without a word", reason="eof")
 
 
 async def _set_when(happened: trio.Event, then: trio.Event) -> None:

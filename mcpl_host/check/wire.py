@@ -108,6 +108,7 @@ class Wire:
         self.broken = False  # a probe found the server unresponsive on it
         self.start = 0  # where this wire's evidence starts (a borrowed one's: the borrow)
         self.awaiting: Any = None  # the id :meth:`answer` waits for
+        self.received = 0  # lines received
         self._ids = itertools.count(1)
         self._transcript: deque[Line] = deque(maxlen=TRANSCRIPT_LINES)
         self._count = 0  # lines ever added to the transcript
@@ -166,6 +167,7 @@ class Wire:
                 self.closed = True
                 self.note("·", "the server closed the connection")
                 return None
+            self.received += 1
             self.note("←", raw.decode("utf-8", "replace"))
             try:
                 value = _DECODER.decode(raw)

@@ -14,14 +14,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import re
 import sys
 from functools import partial
-from typing import Any, Final
+from typing import Any
 
 from ..auth import FileTokenStore, TokenStore
 from ..check import SCHEMA, CheckOptions, Report, check, select
-from ..protocol.errors import ConfigurationError, McplHostError
+from ..protocol.errors import AuthorizationRequired, ConfigurationError, McplHostError
 from ..protocol.profiles import KNOWN_REVISIONS, validate_allowlist
 from ..protocol.redact import Redactor
 from ..transports.http_target import has_authorization
@@ -31,12 +30,10 @@ from .args import CheckFlags, Options
 from .checkrender import render_check, render_rules, rules_json, style_for
 from .credentials import entries_for
 from .failure import (
-    AUTH_REQUIRED,
     CANCELLED,
     EXIT_FAILED,
     EXIT_OK,
     describe_failure,
-    error_object,
     exit_status,
 )
 from .inputs import terminal_inputs
@@ -46,11 +43,6 @@ from .signals import Interrupts
 from .targets import Planned, resolve
 
 __all__ = ["run_check"]
-
-# The checker's note of an HTTP answer's status.
-_STATUS: Final = re.compile(r"POST → HTTP (\d{3}) ")
-# The checker's notes that mean nobody was there to answer.
-_GONE: Final = ("POST failed", "the server closed the connection", "could not write")
 
 
 def run_check(
@@ -93,9 +85,6 @@ def run_check(
     )
     if isinstance(outcome, dict):
         return _failed(options, planned.label, outcome, mask, interrupts)
-    problem = _unanswered(outcome, planned)
-    if problem is not None:
-        return _failed(options, planned.label, problem, mask, interrupts)
     interrupts.writing()
     if options.json:
         shown: Any = outcome.to_json()
@@ -140,8 +129,25 @@ async def _check(
                 description=planned.label,
             )
         except McplHostError as exc:
-            return describe_failure(exc, mask.redactor)
+            return _described(exc, planned, mask.redactor)
     return interrupts.error()
+
+
+def _described(exc: McplHostError, planned: Planned, redactor: Redactor) -> dict[str, Any]:
+    """The ``error`` object of a server the checker could not reach (as ``connect``
+    words it: a person is told how to log in)."""
+    error = describe_failure(exc, redactor)
+    if isinstance(exc, AuthorizationRequired):
+        target = planned.target
+        if planned.login is not None:
+            error["message"] = (
+                f"not authorized (HTTP {exc.status}): log in with `{planned.login}`, "
+                "then run this command again"
+            )
+            error["login"] = planned.login
+        elif isinstance(target, HttpTarget) and has_authorization(target.headers):
+            error["message"] = f"the server refused the Authorization given (HTTP {exc.status})"
+    return error
 
 
 async def _static_authorization(planned: Planned, store: TokenStore, mask: logs.LogMask) -> Target:
@@ -186,41 +192,6 @@ async def _stored_token(store: TokenStore, url: str) -> str | None:
                 return tokens.access_token
     except (ConfigurationError, OSError):
         return None  # an unreadable token file: the check runs without a token
-    return None
-
-
-def _unanswered(report: Report, planned: Planned) -> dict[str, Any] | None:
-    """The ``error`` for a server that answered nothing at all, as ``connect`` reports
-    it: an HTTP 401 or 403 (authorization required), or no answer before the connection
-    failed or closed (unreachable, as a stdio server that exits at once). A server
-    that says anything, however wrong, or stays silent, is checked."""
-    facts = report.facts
-    if facts is None or facts.version is not None or facts.modern:
-        return None
-    notes = [line.text for line in facts.evidence if line.direction == "·"]
-    statuses = {int(found[1]) for text in notes if (found := _STATUS.match(text))}
-    if statuses and statuses <= {401, 403}:
-        status = min(statuses)
-        target = planned.target
-        if planned.login is not None:
-            message = (
-                f"not authorized (HTTP {status}): log in with `{planned.login}`, "
-                "then run this command again"
-            )
-        elif isinstance(target, HttpTarget) and has_authorization(target.headers):
-            message = f"the server refused the Authorization given (HTTP {status})"
-        else:
-            message = f"the server requires authorization (HTTP {status})"
-        return error_object(AUTH_REQUIRED, message, status=status, challenge={})
-    if any(line.direction == "←" for line in facts.evidence):
-        return None
-    if notes and all(text.startswith(_GONE) for text in notes):
-        http = isinstance(planned.target, HttpTarget)
-        return error_object(
-            "transport-closed",
-            f"{planned.label} {'gave no HTTP answer' if http else 'ended without a word'}",
-            reason="connect-failed" if http else "eof",
-        )
     return None
 
 
