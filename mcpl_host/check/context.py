@@ -221,9 +221,10 @@ class Context:
                 follow_redirects=False,
             )
             wire = HttpWire(target, client, nursery, self.redactor)
+            close_wire = wire.aclose  # bound now: the replacement below calls it
 
             async def close_client() -> None:
-                await wire.aclose()
+                await close_wire()
                 await client.aclose()
 
             wire.aclose = close_client  # type: ignore[method-assign]
