@@ -168,16 +168,20 @@ class HttpWire(Wire):
         events: list[SseEvent],
         until: Callable[[list[SseEvent]], bool] | None,
     ) -> None:
+        # Reading stops by a cancel, not a return: the cancel ends httpx's chain of
+        # stream iterators, where a return would leave them to the garbage collector.
         decoder = SseDecoder(MAX_LINE_BYTES)
-        async for chunk in response.aiter_bytes():
-            for event in decoder.feed(chunk):
-                if len(events) >= _QUEUE:
-                    return  # bounded: a stream that never stops talking
-                events.append(event)
-                shown = f"id {event.id}: " if event.id is not None else ""
-                self.note("←", shown + (event.data or "(no data)"))
-            if until is not None and until(events):
-                return
+        with trio.CancelScope() as reading:
+            async for chunk in response.aiter_bytes():
+                for event in decoder.feed(chunk):
+                    if len(events) >= _QUEUE:
+                        reading.cancel()  # bounded: a stream that never stops talking
+                        break
+                    events.append(event)
+                    shown = f"id {event.id}: " if event.id is not None else ""
+                    self.note("←", shown + (event.data or "(no data)"))
+                if until is not None and until(events):
+                    reading.cancel()
 
     async def _post(self, line: bytes, headers: dict[str, str]) -> None:
         try:
@@ -209,11 +213,15 @@ class HttpWire(Wire):
                         await deliver(event.data.encode())
             return
         body = bytearray()
-        async for chunk in response.aiter_bytes():
-            body += chunk
-            if len(body) > MAX_LINE_BYTES:
-                self.note("·", f"a body of over {MAX_LINE_BYTES} bytes, dropped")
-                return
+        with trio.CancelScope() as reading:  # a cancel, not a return: see _read_events
+            async for chunk in response.aiter_bytes():
+                if reading.cancel_called:
+                    continue  # chunks already buffered come without a checkpoint
+                body += chunk
+                if len(body) > MAX_LINE_BYTES:
+                    self.note("·", f"a body of over {MAX_LINE_BYTES} bytes, dropped")
+                    body.clear()
+                    reading.cancel()
         if body.strip():
             await deliver(bytes(body).strip())
 
