@@ -225,6 +225,13 @@ class HttpWire(Wire):
         if body.strip():
             await deliver(bytes(body).strip())
 
+    async def settle(self, timeout: float) -> None:
+        # Each POST runs in its own task, so a notification may still be on its way
+        # when the probe's next request goes out (and a DELETE could overtake it).
+        with trio.move_on_after(timeout):
+            while self._open_posts:
+                await trio.sleep(0.01)
+
     async def _read(self) -> bytes | None:
         return await self._lines.receive()
 

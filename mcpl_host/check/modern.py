@@ -66,13 +66,22 @@ async def exchange(
                 (
                     m
                     for m in done.messages()
-                    if isinstance(m, dict) and "error" in m and "id" not in m
+                    if isinstance(m, dict) and "error" in m and m.get("id") is None
                 ),
                 None,
             )
         return done.posted.status, answer
     await wire.send(message)
     return None, await wire.answer(message["id"], ctx.timeout)
+
+
+async def _open_modern(ctx: Context, wire: Wire) -> None:
+    """Open the connection as a 2026-07-28 client does, with a well-formed
+    ``server/discover``: a dual-era server may take a stream connection's first request
+    to choose the era for the whole connection, and what follows is meant for its
+    2026-07-28 side."""
+    if ctx.kind != "http":
+        await exchange(ctx, wire, wire.request("server/discover", {}))
 
 
 def error_code(answer: dict[str, Any] | None) -> Any:
@@ -239,6 +248,7 @@ async def meta_required(ctx: Context) -> None:
     http = ctx.kind == "http"
     async with ctx.connect() as wire:
         wire.version = MODERN
+        await _open_modern(ctx, wire)
         problems = []
         for key, what in (
             (None, "no _meta"),
@@ -314,6 +324,7 @@ async def removed_methods(ctx: Context) -> None:
     http = ctx.kind == "http"
     async with ctx.connect() as wire:
         wire.version = MODERN
+        await _open_modern(ctx, wire)
         problems = []
         for method, params in _REMOVED:
             status, answer = await exchange(ctx, wire, wire.request(method, dict(params)))
