@@ -37,6 +37,14 @@ async def http_only(ctx: Context, *rule_ids: str) -> bool:
     return False
 
 
+def peer(ctx: Context, value: Any, limit: int = 60) -> str:
+    """A value the server sent, made safe for a finding's detail (escaped, cut,
+    redacted)."""
+    if isinstance(value, str):
+        return ctx.redactor.log_value(value, limit)
+    return ctx.redactor.log_json(value, limit)
+
+
 def encode(message: Any) -> bytes:
     return _ENCODER.encode(message)
 
@@ -149,7 +157,7 @@ def _judge_content_type(ctx: Context, wire: Wire, done: Exchange | None, id_: An
     if done is None:
         ctx.failed(CONTENT_TYPE, "the POST got no HTTP answer", wire)
         return
-    kind = done.posted.content_type or "no content type"
+    kind = peer(ctx, done.posted.content_type or "no content type")
     if done.posted.status != 200:
         ctx.failed(CONTENT_TYPE, f"the request was answered HTTP {done.posted.status}", wire)
     elif kind not in ("application/json", "text/event-stream"):
@@ -257,7 +265,7 @@ async def origin(ctx: Context) -> None:
             )
         if not names_403:
             ctx.not_applicable(
-                ORIGIN_403, f"the server speaks {facts.version}, which names no status"
+                ORIGIN_403, f"the server speaks {peer(ctx, facts.version)}, which names no status"
             )
         elif not refused:
             ctx.not_applicable(ORIGIN_403, "the request was not refused (see http.origin)")

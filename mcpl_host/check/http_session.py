@@ -8,7 +8,7 @@ import secrets
 from typing import TYPE_CHECKING, cast
 
 from .context import Context
-from .http import answer_in, encode, http_only, replaced, status_of, without
+from .http import answer_in, encode, http_only, peer, replaced, status_of, without
 from .rules import probe, rule
 
 if TYPE_CHECKING:
@@ -153,7 +153,9 @@ async def version_header(ctx: Context) -> None:
     assert version is not None
     if version < "2025-06-18":
         for rule_id in rules:
-            ctx.not_applicable(rule_id, f"the server speaks {version}, before the header")
+            ctx.not_applicable(
+                rule_id, f"the server speaks {peer(ctx, version)}, before the header"
+            )
         return
     async with ctx.borrow() as plain:
         wire = cast("HttpWire", plain)

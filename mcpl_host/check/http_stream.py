@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, cast
 
 from ..protocol.sse import SseEvent
 from .context import Context
-from .http import encode, http_only, replaced, status_of
+from .http import encode, http_only, peer, replaced, status_of
 from .http_session import _handshake_era
 from .rules import probe, rule
 
@@ -66,7 +66,7 @@ async def get_stream(ctx: Context) -> None:
         ):
             ctx.passed(GET_STREAM, "answered with an event stream", evidence)
         else:
-            kind = got.posted.content_type if got is not None else ""
+            kind = peer(ctx, got.posted.content_type) if got is not None else ""
             ctx.failed(GET_STREAM, f"answered {status_of(got)} {kind}".strip(), evidence)
         if RESUMPTION in ctx.findings or not ctx.wants(RESUMPTION):
             return
@@ -99,14 +99,18 @@ async def _resume(ctx: Context, wire: HttpWire, stream: list[SseEvent]) -> None:
         )
         return
     if got is None or got.posted.status != 200 or got.posted.content_type != "text/event-stream":
-        kind = got.posted.content_type if got is not None else ""
+        kind = peer(ctx, got.posted.content_type) if got is not None else ""
         ctx.failed(RESUMPTION, f"answered {status_of(got)} {kind}".strip(), evidence)
         return
     again = [e for e in got.events if (e.data and e.data in before) or e.id in before_ids]
     if again:
-        ctx.failed(RESUMPTION, f"replayed {len(again)} event(s) sent before {last_id}", evidence)
+        ctx.failed(
+            RESUMPTION, f"replayed {len(again)} event(s) sent before {peer(ctx, last_id)}", evidence
+        )
         return
     replayed = sum(1 for data in after if data in {e.data for e in got.events})
     ctx.passed(
-        RESUMPTION, f"replayed {replayed} of the {len(after)} event(s) after {last_id}", evidence
+        RESUMPTION,
+        f"replayed {replayed} of the {len(after)} event(s) after {peer(ctx, last_id)}",
+        evidence,
     )

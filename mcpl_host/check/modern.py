@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from ..protocol.discover import CLIENT_CAPABILITIES, PROTOCOL_VERSION, SERVER_INFO
 from .context import Context
-from .http import answer_in, encode, replaced, without
+from .http import answer_in, encode, peer, replaced, without
 from .rules import probe, rule
 from .wire import MODERN, Wire
 
@@ -89,7 +89,7 @@ def error_code(answer: dict[str, Any] | None) -> Any:
     return error.get("code") if isinstance(error, dict) else None
 
 
-def shown(status: int | None, answer: dict[str, Any] | None) -> str:
+def shown(ctx: Context, status: int | None, answer: dict[str, Any] | None) -> str:
     """How an answer is named in a detail: "HTTP 400, error -32602"."""
     parts = [] if status is None else [f"HTTP {status}"]
     if answer is None:
@@ -97,7 +97,7 @@ def shown(status: int | None, answer: dict[str, Any] | None) -> str:
     elif "result" in answer:
         parts.append("a result")
     else:
-        parts.append(f"error {error_code(answer)!r}")
+        parts.append(f"error {peer(ctx, error_code(answer))}")
     return ", ".join(parts)
 
 
@@ -203,7 +203,7 @@ def _judge_result_types(ctx: Context, wire: Wire, results: dict[str, Any]) -> No
     }
     if wrong:
         method, value = next(iter(wrong.items()))
-        ctx.failed(RESULT_TYPE, f"{method}'s result has resultType {value!r}", wire)
+        ctx.failed(RESULT_TYPE, f"{method}'s result has resultType {peer(ctx, value)}", wire)
     else:
         ctx.passed(RESULT_TYPE, f"complete (or absent) in {', '.join(objects)}", wire)
     missing = [m for m, r in objects.items() if "resultType" not in r]
@@ -261,7 +261,7 @@ async def meta_required(ctx: Context) -> None:
             # body has none: a HeaderMismatch (-32020) is as right as -32602 there.
             codes = (-32602, HEADER_MISMATCH) if http and key != CLIENT_CAPABILITIES else (-32602,)
             if error_code(answer) not in codes or (http and status != 400):
-                problems.append(f"{what}: {shown(status, answer)}")
+                problems.append(f"{what}: {shown(ctx, status, answer)}")
         if problems:
             ctx.failed(META_REQUIRED, "; ".join(problems), wire)
         else:
@@ -287,7 +287,7 @@ def _judge_version_error(
             VERSION_ERROR, "no list method declared, and server/discover may answer any version"
         )
     elif error_code(answer) != UNSUPPORTED_VERSION:
-        ctx.failed(VERSION_ERROR, f"asked for {FUTURE}: {shown(status, answer)}", wire)
+        ctx.failed(VERSION_ERROR, f"asked for {FUTURE}: {shown(ctx, status, answer)}", wire)
     elif status is not None and status != 400:
         ctx.failed(VERSION_ERROR, f"-32022 came with HTTP {status}, not 400", wire)
     elif (
@@ -329,7 +329,7 @@ async def removed_methods(ctx: Context) -> None:
         for method, params in _REMOVED:
             status, answer = await exchange(ctx, wire, wire.request(method, dict(params)))
             if error_code(answer) != -32601 or (http and status != 404):
-                problems.append(f"{method}: {shown(status, answer)}")
+                problems.append(f"{method}: {shown(ctx, status, answer)}")
             if method == "resources/subscribe" and answer is not None and "result" in answer:
                 # It took the subscription: leave nothing behind.
                 await exchange(ctx, wire, wire.request("resources/unsubscribe", dict(params)))
@@ -358,9 +358,10 @@ async def headers(ctx: Context) -> None:
         return
     method = await _list_method(ctx)
     discover = (await ctx.facts()).discover or {}
-    supported = discover.get("supportedVersions") or []
+    listed = discover.get("supportedVersions")
+    supported = [v for v in listed if isinstance(v, str)] if isinstance(listed, list) else []
     # Another version the server speaks, so that only the mismatch is wrong.
-    other = next((v for v in supported if isinstance(v, str) and v != MODERN), "2025-11-25")
+    other = next((v for v in supported if v != MODERN), "2025-11-25")
     other_method = "prompts/list" if method != "prompts/list" else "tools/list"
     async with ctx.connect() as plain:
         wire = cast("HttpWire", plain)
@@ -383,7 +384,7 @@ async def headers(ctx: Context) -> None:
                 code == HEADER_MISMATCH or (unsupported and code == UNSUPPORTED_VERSION)
             ):
                 continue
-            problems.append(f"{what}: {shown(status, answer)}")
+            problems.append(f"{what}: {shown(ctx, status, answer)}")
         if problems:
             ctx.failed(HEADERS, "; ".join(problems), wire)
         else:

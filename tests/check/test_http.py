@@ -179,3 +179,17 @@ async def test_get_stream_and_resumption() -> None:
     )
     assert verdict(report, "http.get-stream") == "pass"
     assert verdict(report, "http.sse-resumption") == "n/a"
+
+
+async def test_answers_of_the_wrong_shape_get_verdicts_not_breakdowns() -> None:
+    def hostile(request: Request, reply: Reply) -> Reply:
+        body = request.body if isinstance(request.body, dict) else {}
+        if body.get("method") in ("initialize", "server/discover", "notifications/initialized"):
+            return reply
+        if request.verb == "GET":
+            return Reply(200, headers={"Content-Type": "text/event-stream"}, events=[("x", "[1]")])
+        return Reply(200, body=[1, {"id": None}], headers={"Mcp-Session-Id": "\t"})
+
+    report = await run_http(replying(hostile))
+    assert all("broke down" not in f.detail for f in report.findings), report.findings
+    assert verdict(report, "http.origin") == "fail"

@@ -85,7 +85,7 @@ async def test_discover() -> None:
 async def test_result_type() -> None:
     report = await run_modern(changing("tools/list", lambda r: r.update(resultType="partial")))
     assert verdict(report, "modern.result-type") == "fail"
-    assert "'partial'" in detail(report, "modern.result-type")
+    assert "resultType partial" in detail(report, "modern.result-type")
     assert verdict(report, "modern.result-type-present") == "pass"
     report = await run_modern(changing("tools/list", lambda r: r.pop("resultType")))
     assert verdict(report, "modern.result-type") == "pass"
@@ -126,3 +126,17 @@ async def test_headers() -> None:
     found = detail(report, "modern.headers")
     assert "MCP-Protocol-Version: 2025-11-25: HTTP 200" in found
     assert "no Mcp-Method" in found
+
+
+async def test_answers_of_the_wrong_shape_get_verdicts_not_breakdowns() -> None:
+    def hostile(request: Any, answer: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(request, dict) and request.get("method") == "server/discover":
+            if "result" in answer:
+                answer["result"].update(capabilities={"tools": []}, ttlMs="soon", _meta=[1])
+            return answer
+        return {"jsonrpc": "2.0", "id": answer.get("id"), "result": [1, "two"], "error": "x"}
+
+    report = await run_modern(Behaviour(change=hostile))
+    assert all("broke down" not in f.detail for f in report.findings), report.findings
+    assert verdict(report, "modern.discover") == "fail"
+    assert verdict(report, "modern.meta-required") == "fail"
