@@ -4,13 +4,20 @@
 probe module declares the rules it judges. The modules: :mod:`.rules` (rules, verdicts,
 findings, the registry), :mod:`.wire` and :mod:`.httpwire` (one raw connection),
 :mod:`.context` (what a probe works with), :mod:`.run` (running them), :mod:`.report`
-(the result and its JSON); the probes by group: :mod:`.lifecycle`, :mod:`.modern`, :mod:`.http`
-(with :mod:`.http_session` and :mod:`.http_stream`).
+(the result and its JSON); the probes by group: :mod:`.lifecycle`, :mod:`.modern` (with
+:mod:`.modern_http`), :mod:`.http` (with :mod:`.http_session`, :mod:`.http_stream`).
 """
 
 from __future__ import annotations
 
-from . import http, http_session, http_stream, lifecycle, modern  # noqa: F401 - registers probes
+from . import (  # noqa: F401 - registers probes
+    http,
+    http_session,
+    http_stream,
+    lifecycle,
+    modern,
+    modern_http,
+)
 from .context import CheckOptions, Opener
 from .report import SCHEMA, Report
 from .rules import GROUPS, RULES, Finding, Line, Rule, Verdict

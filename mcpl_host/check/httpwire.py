@@ -170,6 +170,8 @@ class HttpWire(Wire):
     ) -> None:
         # Reading stops by a cancel, not a return: the cancel ends httpx's chain of
         # stream iterators, where a return would leave them to the garbage collector.
+        if until is not None and until(events):
+            return  # nothing to wait for: the status was the point
         decoder = SseDecoder(MAX_LINE_BYTES)
         with trio.CancelScope() as reading:
             async for chunk in response.aiter_bytes():

@@ -1,7 +1,7 @@
 """2026-07-28 rules: ``server/discover``, the ``_meta`` every request must carry, the
 version error, ``resultType``, the methods the revision removed, and (on HTTP) the
 headers that mirror the body (basic/index, basic/versioning, server/discover,
-basic/transports/streamable-http).
+basic/transports/streamable-http); the HTTP-only ones are in :mod:`.modern_http`.
 
 n/a unless the server answered ``server/discover`` with 2026-07-28 among its versions
 (:attr:`.context.Facts.modern`). Each request here is sent on a fresh connection's wire
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from ..protocol.discover import CLIENT_CAPABILITIES, PROTOCOL_VERSION, SERVER_INFO
 from .context import Context
-from .http import answer_in, encode, peer, replaced, without
+from .http import answer_in, encode, peer, replaced
 from .rules import probe, rule
 from .wire import MODERN, Wire
 
@@ -34,7 +34,8 @@ _LISTS: Final = (
 )
 
 
-async def _modern(ctx: Context, *rule_ids: str) -> bool:
+async def speaks_modern(ctx: Context, *rule_ids: str) -> bool:
+    """True when the server speaks 2026-07-28; otherwise ``rule_ids`` are n/a."""
     if (await ctx.facts()).modern:
         return True
     for rule_id in rule_ids:
@@ -42,7 +43,8 @@ async def _modern(ctx: Context, *rule_ids: str) -> bool:
     return False
 
 
-async def _list_method(ctx: Context) -> str:
+async def list_method(ctx: Context) -> str:
+    """The list request to probe with: one the server declared, else server/discover."""
     capabilities = (await ctx.facts()).discover or {}
     declared = capabilities.get("capabilities")
     declared = declared if isinstance(declared, dict) else {}
@@ -75,7 +77,7 @@ async def exchange(
     return None, await wire.answer(message["id"], ctx.timeout)
 
 
-async def _open_modern(ctx: Context, wire: Wire) -> None:
+async def _openspeaks_modern(ctx: Context, wire: Wire) -> None:
     """Open the connection as a 2026-07-28 client does, with a well-formed
     ``server/discover``: a dual-era server may take a stream connection's first request
     to choose the era for the whole connection, and what follows is meant for its
@@ -157,9 +159,9 @@ def _discover_problem(result: Any) -> str | None:
 @probe(DISCOVER, SERVER_INFO_RULE, RESULT_TYPE, RESULT_TYPE_PRESENT)
 async def discover(ctx: Context) -> None:
     rules = (DISCOVER, SERVER_INFO_RULE, RESULT_TYPE, RESULT_TYPE_PRESENT)
-    if not await _modern(ctx, *rules):
+    if not await speaks_modern(ctx, *rules):
         return
-    method = await _list_method(ctx)
+    method = await list_method(ctx)
     async with ctx.connect() as wire:
         wire.version = MODERN
         _, answer = await exchange(ctx, wire, wire.request("server/discover", {}))
@@ -242,13 +244,13 @@ def _strip(message: dict[str, Any], key: str | None) -> dict[str, Any]:
 
 @probe(META_REQUIRED, VERSION_ERROR)
 async def meta_required(ctx: Context) -> None:
-    if not await _modern(ctx, META_REQUIRED, VERSION_ERROR):
+    if not await speaks_modern(ctx, META_REQUIRED, VERSION_ERROR):
         return
-    method = await _list_method(ctx)
+    method = await list_method(ctx)
     http = ctx.kind == "http"
     async with ctx.connect() as wire:
         wire.version = MODERN
-        await _open_modern(ctx, wire)
+        await _openspeaks_modern(ctx, wire)
         problems = []
         for key, what in (
             (None, "no _meta"),
@@ -319,12 +321,12 @@ _REMOVED: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
 
 @probe(REMOVED)
 async def removed_methods(ctx: Context) -> None:
-    if not await _modern(ctx, REMOVED):
+    if not await speaks_modern(ctx, REMOVED):
         return
     http = ctx.kind == "http"
     async with ctx.connect() as wire:
         wire.version = MODERN
-        await _open_modern(ctx, wire)
+        await _openspeaks_modern(ctx, wire)
         problems = []
         for method, params in _REMOVED:
             status, answer = await exchange(ctx, wire, wire.request(method, dict(params)))
@@ -337,55 +339,3 @@ async def removed_methods(ctx: Context) -> None:
             ctx.failed(REMOVED, "; ".join(problems), wire)
         else:
             ctx.passed(REMOVED, "each answered -32601" + (" with 404" if http else ""), wire)
-
-
-# --- headers (HTTP) -------------------------------------------------------------------------
-HEADERS = rule(
-    "modern.headers",
-    "on HTTP, MCP-Protocol-Version or Mcp-Method that disagrees with the body, or a "
-    "missing Mcp-Method, is answered 400 with -32020 (HeaderMismatch)",
-    revision="2026-07-28",
-    section="basic/transports/streamable-http#server-validation",
-)
-
-
-@probe(HEADERS)
-async def headers(ctx: Context) -> None:
-    if not await _modern(ctx, HEADERS):
-        return
-    if ctx.kind != "http":
-        ctx.not_applicable(HEADERS, f"an HTTP rule: the target is {ctx.kind}")
-        return
-    method = await _list_method(ctx)
-    discover = (await ctx.facts()).discover or {}
-    listed = discover.get("supportedVersions")
-    supported = [v for v in listed if isinstance(v, str)] if isinstance(listed, list) else []
-    # Another version the server speaks, so that only the mismatch is wrong.
-    other = next((v for v in supported if v != MODERN), "2025-11-25")
-    other_method = "prompts/list" if method != "prompts/list" else "tools/list"
-    async with ctx.connect() as plain:
-        wire = cast("HttpWire", plain)
-        wire.version = MODERN
-        problems = []
-        cases = (
-            (f"MCP-Protocol-Version: {other}", "MCP-Protocol-Version", other),
-            (f"Mcp-Method: {other_method}", "Mcp-Method", other_method),
-            ("no Mcp-Method", "Mcp-Method", None),
-        )
-        for what, name, value in cases:
-            message = wire.request(method, {})
-            sent = wire.headers(encode(message))
-            sent = without(sent, name) if value is None else replaced(sent, name, value)
-            wire.note("·", f"sent with {what}")
-            status, answer = await exchange(ctx, wire, message, sent)
-            code = error_code(answer)
-            unsupported = name == "MCP-Protocol-Version" and other not in supported
-            if status == 400 and (
-                code == HEADER_MISMATCH or (unsupported and code == UNSUPPORTED_VERSION)
-            ):
-                continue
-            problems.append(f"{what}: {shown(ctx, status, answer)}")
-        if problems:
-            ctx.failed(HEADERS, "; ".join(problems), wire)
-        else:
-            ctx.passed(HEADERS, "each answered 400 with -32020", wire)

@@ -150,7 +150,8 @@ class ReferenceServer:
             if request.verb == "GET"
             else ("application/json", "text/event-stream")
         )
-        if not all(t in accept for t in wanted) and not self.skips("accept"):
+        refused = request.verb != "DELETE" and not all(t in accept for t in wanted)
+        if refused and not self.skips("accept"):
             return Reply(406)
         if request.verb == "POST":
             return self._post(request)
@@ -196,8 +197,10 @@ class ReferenceServer:
             reply = self._legacy(fresh, message)
             reply.headers["Mcp-Session-Id"] = sid
             return reply
-        modern = "mcp-session-id" not in request.headers and (
-            is_modern(message) or (version is not None and version not in LEGACY) or not self.legacy
+        # A 2026-07-28-only server ignores a session id; a dual-era one serves it.
+        modern = not self.legacy or (
+            "mcp-session-id" not in request.headers
+            and (is_modern(message) or (version is not None and version not in LEGACY))
         )
         if modern:
             return self._modern(request, message)

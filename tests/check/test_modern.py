@@ -11,7 +11,7 @@ from mcpl_host import HttpTarget
 from mcpl_host.check import Report, check
 from mcpl_host.check.context import CheckOptions
 
-from .http_server import HttpBehaviour, ReferenceServer
+from .http_server import HttpBehaviour, ReferenceServer, Reply, Request
 from .modern_server import Behaviour, serving
 from .servers import Fault, run, verdict
 
@@ -24,6 +24,7 @@ MODERN_RULES = (
     "modern.unsupported-version",
     "modern.removed-methods",
     "modern.headers",
+    "modern.legacy-http",
 )
 
 
@@ -33,8 +34,10 @@ async def run_modern(behaviour: Behaviour | None = None, *only: str) -> Report:
             return await check(opener, only=only or ("modern",), options=CheckOptions(timeout=1.0))
 
 
-async def run_http(behaviour: HttpBehaviour | None = None, *only: str) -> Report:
-    with ReferenceServer(behaviour, legacy=False) as server:
+async def run_http(
+    behaviour: HttpBehaviour | None = None, *only: str, legacy: bool = False
+) -> Report:
+    with ReferenceServer(behaviour, legacy=legacy) as server:
         with trio.fail_after(60):
             return await check(
                 HttpTarget(server.url), only=only or ("modern",), options=CheckOptions(timeout=1.0)
@@ -59,7 +62,8 @@ def detail(report: Report, rule_id: str) -> str:
 
 async def test_the_reference_passes_every_modern_rule_over_a_stream_and_http() -> None:
     report = await run_modern()
-    expected = dict.fromkeys(MODERN_RULES, "pass") | {"modern.headers": "n/a"}
+    expected = dict.fromkeys(MODERN_RULES, "pass")
+    expected |= {"modern.headers": "n/a", "modern.legacy-http": "n/a"}
     assert {f.rule.id: f.verdict.value for f in report.findings} == expected
     report = await run_http()
     assert {f.rule.id: f.verdict.value for f in report.findings} == dict.fromkeys(
@@ -140,3 +144,20 @@ async def test_answers_of_the_wrong_shape_get_verdicts_not_breakdowns() -> None:
     assert all("broke down" not in f.detail for f in report.findings), report.findings
     assert verdict(report, "modern.discover") == "fail"
     assert verdict(report, "modern.meta-required") == "fail"
+
+
+async def test_legacy_http() -> None:
+    def serve_get(request: Request, reply: Reply) -> Reply:
+        if request.verb == "GET":
+            return Reply(200, headers={"Content-Type": "text/event-stream"}, events=[])
+        if request.verb == "POST":
+            reply.headers["Mcp-Session-Id"] = "minted"
+        return reply
+
+    report = await run_http(HttpBehaviour(reply=serve_get), "modern.legacy-http")
+    assert verdict(report, "modern.legacy-http") == "warn"
+    found = detail(report, "modern.legacy-http")
+    assert "GET: HTTP 200" in found
+    assert "Mcp-Session-Id" in found
+    report = await run_http(None, "modern.legacy-http", legacy=True)
+    assert verdict(report, "modern.legacy-http") == "n/a"
