@@ -209,10 +209,14 @@ class HttpWire(Wire):
     async def _read_body(self, response: httpx.Response, posted: Posted, deliver: Any) -> None:
         if posted.content_type == "text/event-stream":
             decoder = SseDecoder(MAX_LINE_BYTES)
-            async for chunk in response.aiter_bytes():
-                for event in decoder.feed(chunk):
-                    if event.data:
-                        await deliver(event.data.encode())
+            with trio.CancelScope() as reading:  # a cancel, not a raise: see _read_events
+                async for chunk in response.aiter_bytes():
+                    for event in decoder.feed(chunk):
+                        if event.data and not reading.cancel_called:
+                            try:
+                                await deliver(event.data.encode())
+                            except trio.ClosedResourceError:
+                                reading.cancel()  # the probe is done with this wire
             return
         body = bytearray()
         with trio.CancelScope() as reading:  # a cancel, not a return: see _read_events
