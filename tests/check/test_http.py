@@ -110,6 +110,12 @@ async def test_accept_warns_when_served_anyway() -> None:
 
 
 async def test_origin() -> None:
+    report = await run_http(None, "http.origin")
+    assert sent(report, "http.origin")[:3] == [
+        "sent with Origin: http://attacker.example",
+        '{"jsonrpc":"2.0","id":2,"method":"ping"}',
+        "POST → HTTP 403 (application/json)",
+    ]
     report = await run_http(skipping("origin"), "http.origin", "http.origin-403")
     assert verdict(report, "http.origin") == "fail"
     assert verdict(report, "http.origin-403") == "n/a"
