@@ -42,8 +42,8 @@ def main(name: str) -> None:
     fault = FAULTS.get(name, Fault)(Session())
     encoder = msgspec.json.Encoder()
     write: Callable[[bytes], Any] = sys.stdout.buffer.write
-    for line in sys.stdin.buffer:
-        line = line.rstrip(b"\r\n")
+    for raw in sys.stdin.buffer:
+        line = raw.rstrip(b"\r\n")
         answer = answer_line(line, fault.session)
         answers = [] if answer is None else [encoder.encode(answer)]
         for out in fault.exchange(line, answers):
