@@ -18,7 +18,7 @@ import msgspec
 
 from .context import Context, Facts
 from .rules import probe, rule
-from .wire import MODERN, Wire, same_id
+from .wire import CLIENT_INFO, MODERN, Wire, same_id
 
 if TYPE_CHECKING:
     from .httpwire import Exchange, HttpWire
@@ -119,7 +119,7 @@ async def content_type(ctx: Context) -> None:
         if facts.version is not None:
             message = wire.request(
                 "initialize",
-                {"protocolVersion": facts.version, "capabilities": {}, "clientInfo": _INFO},
+                {"protocolVersion": facts.version, "capabilities": {}, "clientInfo": CLIENT_INFO},
             )
             notification: dict[str, Any] = {
                 "jsonrpc": "2.0",
@@ -148,9 +148,6 @@ async def content_type(ctx: Context) -> None:
         _judge_notification(ctx, wire, note, mark, modern=facts.version is None)
         if wire.session_id is not None:
             await wire.exchange("DELETE", wire.headers())  # leave no session behind
-
-
-_INFO: Final = {"name": "mcpl-host-check", "version": "0"}
 
 
 def _judge_content_type(ctx: Context, wire: Wire, done: Exchange | None, id_: Any) -> None:
