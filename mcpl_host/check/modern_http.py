@@ -4,7 +4,7 @@ streamable-http)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from .context import Context
 from .http import encode, replaced, status_of, without
@@ -27,11 +27,26 @@ if TYPE_CHECKING:
 # --- headers (HTTP) -------------------------------------------------------------------------
 HEADERS = rule(
     "modern.headers",
-    "on HTTP, MCP-Protocol-Version or Mcp-Method that disagrees with the body, or a "
-    "missing Mcp-Method, is answered 400 with -32020 (HeaderMismatch)",
+    "on HTTP, MCP-Protocol-Version, Mcp-Method or Mcp-Name that disagrees with the body, "
+    "or a missing Mcp-Method, is answered 400 with -32020 (HeaderMismatch)",
     revision="2026-07-28",
     section="basic/transports/streamable-http#server-validation",
 )
+
+
+_OTHER_NAME: Final = "mcpl-host-check-other"
+
+
+def _named_request(discover: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """A request that carries Mcp-Name and does nothing (it names what no server has):
+    prompts/get or resources/read, whichever the server declares; None if neither."""
+    declared = discover.get("capabilities")
+    declared = declared if isinstance(declared, dict) else {}
+    if "prompts" in declared:
+        return "prompts/get", {"name": "mcpl-host-check-none"}
+    if "resources" in declared:
+        return "resources/read", {"uri": "mcpl-host-check://none"}
+    return None
 
 
 @probe(HEADERS)
@@ -48,17 +63,23 @@ async def headers(ctx: Context) -> None:
     # Another version the server speaks, so that only the mismatch is wrong.
     other = next((v for v in supported if v != MODERN), "2025-11-25")
     other_method = "prompts/list" if method != "prompts/list" else "tools/list"
+    named = _named_request(discover)
     async with ctx.connect() as plain:
         wire = cast("HttpWire", plain)
         wire.version = MODERN
         problems = []
-        cases = (
-            (f"MCP-Protocol-Version: {other}", "MCP-Protocol-Version", other),
-            (f"Mcp-Method: {other_method}", "Mcp-Method", other_method),
-            ("no Mcp-Method", "Mcp-Method", None),
-        )
-        for what, name, value in cases:
-            message = wire.request(method, {})
+        cases: list[tuple[str, str, dict[str, Any], str, str | None]] = [
+            (f"MCP-Protocol-Version: {other}", method, {}, "MCP-Protocol-Version", other),
+            (f"Mcp-Method: {other_method}", method, {}, "Mcp-Method", other_method),
+            ("no Mcp-Method", method, {}, "Mcp-Method", None),
+        ]
+        if named is not None:
+            # A name the server does not have, in the body and (another) in the header:
+            # a server that validates first has nothing to do, one that does not finds
+            # nothing.
+            cases.append((f"Mcp-Name: {_OTHER_NAME}", *named, "Mcp-Name", _OTHER_NAME))
+        for what, asked, params, name, value in cases:
+            message = wire.request(asked, params)
             sent = wire.headers(encode(message))
             sent = without(sent, name) if value is None else replaced(sent, name, value)
             wire.note("·", f"sent with {what}")

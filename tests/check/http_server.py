@@ -18,6 +18,7 @@ streams, a stream its last 32 events.
 
 from __future__ import annotations
 
+import base64
 import threading
 import uuid
 from collections import deque
@@ -245,8 +246,17 @@ def _header_problem(request: Request, message: dict[str, Any]) -> str | None:
     version = meta.get(PROTOCOL_VERSION) if isinstance(meta, dict) else None
     if request.headers.get("mcp-protocol-version") != version:
         return "MCP-Protocol-Version does not match _meta"
-    if "id" in message and request.headers.get("mcp-method") != message.get("method"):
+    method = message.get("method")
+    if "id" in message and request.headers.get("mcp-method") != method:
         return "Mcp-Method does not match the method"
+    key = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}.get(str(method))
+    params = message.get("params")
+    if key is not None and isinstance(params, dict):
+        sent = request.headers.get("mcp-name", "")
+        if sent.startswith("=?base64?") and sent.endswith("?="):
+            sent = base64.b64decode(sent[9:-2]).decode("utf-8", "replace")
+        if sent != params.get(key):
+            return "Mcp-Name does not match the body"
     return None
 
 

@@ -130,6 +130,7 @@ async def test_headers() -> None:
     found = detail(report, "modern.headers")
     assert "MCP-Protocol-Version: 2025-11-25: HTTP 200" in found
     assert "no Mcp-Method" in found
+    assert "Mcp-Name: mcpl-host-check-other: HTTP 200, error -32602" in found
 
 
 async def test_answers_of_the_wrong_shape_get_verdicts_not_breakdowns() -> None:
