@@ -17,6 +17,7 @@ h11 pool hides behind the connection's needs.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -143,6 +144,10 @@ class HttpWire(Wire):
         could not be reached. Everything goes into the transcript."""
         if line is not None:
             self.note("→", line.decode("utf-8", "replace"))
+            ids = _request_ids(line)
+            if until is None and ids:
+                # A stream held open after the response would cost the whole wait.
+                until = functools.partial(_answered, ids)
         events: list[SseEvent] = []
         body: list[bytes] = []
         posted: Posted | None = None
@@ -261,6 +266,22 @@ class HttpWire(Wire):
         await self._send_lines.aclose()
         await self._lines.aclose()
         await self.client.aclose()
+
+
+def _answered(ids: list[Any], events: list[SseEvent]) -> bool:
+    """Whether one of ``events`` is a response to one of ``ids``."""
+    for event in events:
+        try:
+            value = msgspec.json.decode(event.data) if event.data else None
+        except msgspec.DecodeError:
+            continue
+        if (
+            isinstance(value, dict)
+            and "method" not in value
+            and any(same_id(value.get("id"), i) for i in ids)
+        ):
+            return True
+    return False
 
 
 def _request_ids(line: bytes) -> list[Any]:
