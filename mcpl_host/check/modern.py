@@ -221,7 +221,7 @@ META_REQUIRED = rule(
     "a request without _meta, or without its protocolVersion or clientCapabilities, is "
     "answered -32602 (on HTTP with 400)",
     revision="2026-07-28",
-    section="basic/index#meta",
+    section="basic/index#_meta",
 )
 VERSION_ERROR = rule(
     "modern.unsupported-version",
