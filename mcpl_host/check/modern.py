@@ -167,6 +167,8 @@ async def discover(ctx: Context) -> None:
         _, answer = await exchange(ctx, wire, wire.request("server/discover", {}))
         result = answer.get("result") if answer is not None else None
         problem = _discover_problem(result)
+        if answer is None:
+            problem = f"server/discover was not answered within {ctx.timeout:g} s"
         if problem is None:
             ctx.passed(
                 DISCOVER,
