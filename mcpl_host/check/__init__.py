@@ -5,7 +5,9 @@ probe module declares the rules it judges. The modules: :mod:`.rules` (rules, ve
 findings, the registry), :mod:`.wire` and :mod:`.httpwire` (one raw connection),
 :mod:`.context` (what a probe works with), :mod:`.run` (running them), :mod:`.report`
 (the result and its JSON); the probes by group: :mod:`.lifecycle`, :mod:`.utilities`,
-:mod:`.logging_rules`, :mod:`.completion`, :mod:`.content`, :mod:`.capabilities`.
+:mod:`.logging_rules`, :mod:`.completion`, :mod:`.content`, :mod:`.capabilities`,
+:mod:`.modern` (with :mod:`.modern_http`), :mod:`.http` (with :mod:`.http_session`,
+:mod:`.http_stream`).
 """
 
 from __future__ import annotations
@@ -15,8 +17,13 @@ from . import (  # noqa: F401
     capabilities,
     completion,
     content,
+    http,
+    http_session,
+    http_stream,
     lifecycle,
     logging_rules,
+    modern,
+    modern_http,
     utilities,
 )
 from .context import CheckOptions, Opener

@@ -285,6 +285,7 @@ class Context:
             if answer is None or "result" not in answer:
                 raise NoSession(f"initialize offering {offered} was not answered with a result")
             await wire.notify("notifications/initialized")
+            await wire.settle(self.timeout)  # HTTP: the notification is in before what follows
             yield wire
 
     async def facts(self) -> Facts:

@@ -17,7 +17,9 @@ h11 pool hides behind the connection's needs.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import httpx
@@ -25,11 +27,11 @@ import msgspec
 import trio
 
 from ..protocol.redact import Redactor
-from ..protocol.sse import SseDecoder
+from ..protocol.sse import SseDecoder, SseEvent
 from ..transports.targets import HttpTarget
 from .wire import MAX_LINE_BYTES, MODERN, UNANSWERED, Wire, same_id
 
-__all__ = ["HttpWire", "Posted"]
+__all__ = ["Exchange", "HttpWire", "Posted"]
 
 ACCEPT: Final = "application/json, text/event-stream"
 # Lines waiting to be read; a POST's reader waits when the probe reads no more.
@@ -50,6 +52,27 @@ class Posted:
         self.status = status
         self.headers = headers
         self.content_type = headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """One request of :meth:`HttpWire.exchange`: the status and headers, the events of
+    an event stream (with their ids), or the messages of any other body."""
+
+    posted: Posted
+    events: list[SseEvent]
+    body: list[bytes]
+
+    def messages(self) -> list[Any]:
+        """Every JSON value the answer carried (events' data, or the body); what is not
+        JSON is left out (the transcript has it)."""
+        out = []
+        for raw in [e.data.encode() for e in self.events if e.data] + self.body:
+            try:
+                out.append(msgspec.json.decode(raw))
+            except msgspec.DecodeError:
+                continue
+        return out
 
 
 class HttpWire(Wire):
@@ -96,17 +119,84 @@ class HttpWire(Wire):
         self, line: bytes, headers: Mapping[str, str]
     ) -> tuple[Posted, list[bytes]] | None:
         """POST ``line`` with exactly ``headers``; the outcome and the messages of the
-        answer, read whole (None if the server could not be reached)."""
-        out: list[bytes] = []
-        try:
-            async with self.client.stream("POST", self.url, content=line, headers=headers) as r:
-                posted = Posted(r.status_code, r.headers)
-                self._note_status("POST", posted)
-                await self._read_body(r, posted, out.append)
-        except httpx.HTTPError as exc:
-            self.note("·", f"POST failed: {exc.__class__.__name__}")
+        answer, read whole (None if the server could not be reached). The line, the
+        status and the messages go into the transcript."""
+        done = await self.exchange("POST", headers, line)
+        if done is None:
             return None
-        return posted, out
+        return done.posted, [e.data.encode() for e in done.events if e.data] + done.body
+
+    async def exchange(
+        self,
+        verb: str,
+        headers: Mapping[str, str],
+        line: bytes | None = None,
+        *,
+        wait: float | None = None,
+        until: Callable[[list[SseEvent]], bool] | None = None,
+    ) -> Exchange | None:
+        """One HTTP request with exactly ``headers`` (and ``line`` as its body), outside
+        the wire's session bookkeeping: for the probes of the HTTP rules themselves.
+
+        A JSON body is read whole (bounded); an event stream is read until it ends,
+        ``until(events so far)`` is true, or ``wait`` seconds (default: the client's
+        timeout) pass, which suits a GET stream that never ends. None if the server
+        could not be reached. Everything goes into the transcript."""
+        if line is not None:
+            self.note("→", line.decode("utf-8", "replace"))
+            ids = _request_ids(line)
+            if until is None and ids:
+                # A stream held open after the response would cost the whole wait.
+                until = functools.partial(_answered, ids)
+        events: list[SseEvent] = []
+        body: list[bytes] = []
+        posted: Posted | None = None
+        limit = wait if wait is not None else self.client.timeout.read or 5.0
+
+        async def deliver(data: bytes) -> None:
+            body.append(data)
+
+        with trio.move_on_after(limit):
+            try:
+                async with self.client.stream(verb, self.url, content=line, headers=headers) as r:
+                    posted = Posted(r.status_code, r.headers)
+                    self._note_status(verb, posted)
+                    if posted.content_type == "text/event-stream":
+                        await self._read_events(r, events, until)
+                    else:
+                        await self._read_body(r, posted, deliver)
+            except httpx.HTTPError as exc:
+                self.note("·", f"{verb} failed: {exc.__class__.__name__}")
+                return None
+        if posted is None:
+            self.note("·", f"{verb}: no answer within {limit:g} s")
+            return None
+        for data in body:
+            self.note("←", data.decode("utf-8", "replace"))
+        return Exchange(posted, events, body)
+
+    async def _read_events(
+        self,
+        response: httpx.Response,
+        events: list[SseEvent],
+        until: Callable[[list[SseEvent]], bool] | None,
+    ) -> None:
+        # Reading stops by a cancel, not a return: the cancel ends httpx's chain of
+        # stream iterators, where a return would leave them to the garbage collector.
+        if until is not None and until(events):
+            return  # nothing to wait for: the status was the point
+        decoder = SseDecoder(MAX_LINE_BYTES)
+        with trio.CancelScope() as reading:
+            async for chunk in response.aiter_bytes():
+                for event in decoder.feed(chunk):
+                    if len(events) >= _QUEUE:
+                        reading.cancel()  # bounded: a stream that never stops talking
+                        break
+                    events.append(event)
+                    shown = f"id {event.id}: " if event.id is not None else ""
+                    self.note("←", shown + (event.data or "(no data)"))
+                if until is not None and until(events):
+                    reading.cancel()
 
     async def _post(self, line: bytes, headers: dict[str, str]) -> None:
         try:
@@ -133,19 +223,35 @@ class HttpWire(Wire):
     async def _read_body(self, response: httpx.Response, posted: Posted, deliver: Any) -> None:
         if posted.content_type == "text/event-stream":
             decoder = SseDecoder(MAX_LINE_BYTES)
-            async for chunk in response.aiter_bytes():
-                for event in decoder.feed(chunk):
-                    if event.data:
-                        await deliver(event.data.encode())
+            with trio.CancelScope() as reading:  # a cancel, not a raise: see _read_events
+                async for chunk in response.aiter_bytes():
+                    for event in decoder.feed(chunk):
+                        if event.data and not reading.cancel_called:
+                            try:
+                                await deliver(event.data.encode())
+                            except trio.ClosedResourceError:
+                                reading.cancel()  # the probe is done with this wire
             return
         body = bytearray()
-        async for chunk in response.aiter_bytes():
-            body += chunk
-            if len(body) > MAX_LINE_BYTES:
-                self.note("·", f"a body of over {MAX_LINE_BYTES} bytes, dropped")
-                return
+        with trio.CancelScope() as reading:  # a cancel, not a return: see _read_events
+            async for chunk in response.aiter_bytes():
+                if reading.cancel_called:
+                    continue  # chunks already buffered come without a checkpoint
+                body += chunk
+                if len(body) > MAX_LINE_BYTES:
+                    self.note("·", f"a body of over {MAX_LINE_BYTES} bytes, dropped")
+                    body.clear()
+                    reading.cancel()
         if body.strip():
-            await deliver(bytes(body).strip())
+            with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+                await deliver(bytes(body).strip())  # closed: the probe is done with the wire
+
+    async def settle(self, timeout: float) -> None:
+        # Each POST runs in its own task, so a notification may still be on its way
+        # when the probe's next request goes out (and a DELETE could overtake it).
+        with trio.move_on_after(timeout):
+            while self._open_posts:
+                await trio.sleep(0.01)
 
     async def _read(self) -> Any:
         while True:
@@ -160,6 +266,22 @@ class HttpWire(Wire):
         await self._send_lines.aclose()
         await self._lines.aclose()
         await self.client.aclose()
+
+
+def _answered(ids: list[Any], events: list[SseEvent]) -> bool:
+    """Whether one of ``events`` is a response to one of ``ids``."""
+    for event in events:
+        try:
+            value = msgspec.json.decode(event.data) if event.data else None
+        except msgspec.DecodeError:
+            continue
+        if (
+            isinstance(value, dict)
+            and "method" not in value
+            and any(same_id(value.get("id"), i) for i in ids)
+        ):
+            return True
+    return False
 
 
 def _request_ids(line: bytes) -> list[Any]:

@@ -125,6 +125,11 @@ class Wire:
     async def aclose(self) -> None:
         raise NotImplementedError
 
+    async def settle(self, timeout: float) -> None:
+        """Wait (at most ``timeout``) until what was sent has reached the server: a no-op
+        on a byte stream, which keeps order; on HTTP, until every POST is answered."""
+        del timeout
+
     # --- the transcript ---------------------------------------------------------------
     def note(self, direction: str, text: str) -> None:
         """Add a line to the transcript: escaped, redacted and cut here."""

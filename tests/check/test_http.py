@@ -1,0 +1,201 @@
+"""HTTP rules against the reference Streamable HTTP server, each with the fault that
+breaks it (tests/check/http_server.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from mcpl_host import HttpTarget
+from mcpl_host.check import Report, check
+from mcpl_host.check.context import CheckOptions
+
+from .http_server import HttpBehaviour, ReferenceServer, Reply, Request
+from .servers import Fault, run, verdict
+
+HTTP_RULES = (
+    "http.content-type",
+    "http.notification-202",
+    "http.accept",
+    "http.origin",
+    "http.origin-403",
+    "http.session-id",
+    "http.session-required",
+    "http.session-unknown",
+    "http.delete",
+    "http.protocol-version-header",
+    "http.protocol-version-absent",
+    "http.get-stream",
+    "http.sse-resumption",
+)
+SESSION_RULES = HTTP_RULES[5:]
+
+
+async def run_http(
+    behaviour: HttpBehaviour | None = None, *only: str, legacy: bool = True, sse: bool = True
+) -> Report:
+    with ReferenceServer(behaviour, legacy=legacy, sse=sse) as server:
+        with trio.fail_after(60):
+            return await check(
+                HttpTarget(server.url), only=only or ("http",), options=CheckOptions(timeout=1.0)
+            )
+
+
+def skipping(*checks: str) -> HttpBehaviour:
+    return HttpBehaviour(skip=frozenset(checks))
+
+
+def replying(change: Callable[[Request, Reply], Reply]) -> HttpBehaviour:
+    return HttpBehaviour(reply=change)
+
+
+def finding(report: Report, rule_id: str) -> Any:
+    (found,) = [f for f in report.findings if f.rule.id == rule_id]
+    return found
+
+
+def sent(report: Report, rule_id: str) -> list[str]:
+    return [line.text for line in finding(report, rule_id).evidence]
+
+
+async def test_the_reference_server_passes_every_http_rule() -> None:
+    report = await run_http()
+    assert {f.rule.id: f.verdict.value for f in report.findings} == dict.fromkeys(
+        HTTP_RULES, "pass"
+    )
+    assert "replayed 1 of the 1 event(s)" in finding(report, "http.sse-resumption").detail
+
+
+async def test_json_answers_and_a_2026_07_28_only_server() -> None:
+    report = await run_http(None, legacy=False)
+    for rule_id in HTTP_RULES:
+        expected = "n/a" if rule_id in SESSION_RULES else "pass"
+        assert verdict(report, rule_id) == expected, rule_id
+    report = await run_http(None, "http.content-type", sse=False)
+    assert "application/json" in finding(report, "http.content-type").detail
+
+
+async def test_http_rules_are_not_applicable_off_http() -> None:
+    report = await run(Fault, "http")
+    assert {f.verdict.value for f in report.findings} == {"n/a"}
+
+
+async def test_content_type_and_notification_202() -> None:
+    def plain_text(request: Request, reply: Reply) -> Reply:
+        if reply.body is not None and reply.status == 200:
+            reply.headers["Content-Type"] = "text/plain"
+        return reply
+
+    report = await run_http(replying(plain_text), "http.content-type", sse=False)
+    assert verdict(report, "http.content-type") == "fail"
+    assert "text/plain" in finding(report, "http.content-type").detail
+
+    def answer_notifications(request: Request, reply: Reply) -> Reply:
+        return Reply(200, body={}) if reply.status == 202 else reply
+
+    report = await run_http(replying(answer_notifications), "http.notification-202")
+    assert verdict(report, "http.notification-202") == "fail"
+    assert "· POST → HTTP 200 (application/json)" in [
+        f"{line.direction} {line.text}"
+        for line in finding(report, "http.notification-202").evidence
+    ]
+
+
+async def test_accept_warns_when_served_anyway() -> None:
+    report = await run_http(skipping("accept"), "http.accept")
+    assert verdict(report, "http.accept") == "warn"
+    assert "sent with Accept: text/html" in sent(report, "http.accept")
+
+
+async def test_origin() -> None:
+    report = await run_http(None, "http.origin")
+    assert sent(report, "http.origin")[:3] == [
+        "sent with Origin: http://attacker.example",
+        '{"jsonrpc":"2.0","id":2,"method":"ping"}',
+        "POST → HTTP 403 (application/json)",
+    ]
+    report = await run_http(skipping("origin"), "http.origin", "http.origin-403")
+    assert verdict(report, "http.origin") == "fail"
+    assert verdict(report, "http.origin-403") == "n/a"
+
+    def bad_request(request: Request, reply: Reply) -> Reply:
+        return Reply(400) if reply.status == 403 else reply
+
+    report = await run_http(replying(bad_request), "http.origin", "http.origin-403")
+    assert verdict(report, "http.origin") == "pass"
+    assert verdict(report, "http.origin-403") == "fail"
+
+
+async def test_session_id_rules() -> None:
+    spaced = HttpBehaviour(session_id=lambda: "a session id")
+    report = await run_http(spaced, "http.session-id")
+    assert verdict(report, "http.session-id") == "fail"
+    report = await run_http(skipping("session-required"), "http.session-required")
+    assert verdict(report, "http.session-required") == "warn"
+    assert "sent without Mcp-Session-Id" in sent(report, "http.session-required")
+    report = await run_http(skipping("session-unknown"), "http.session-unknown")
+    assert verdict(report, "http.session-unknown") == "fail"
+
+
+async def test_delete() -> None:
+    report = await run_http(skipping("delete"), "http.delete")
+    assert verdict(report, "http.delete") == "fail"
+
+    def no_delete(request: Request, reply: Reply) -> Reply:
+        return Reply(405) if request.verb == "DELETE" else reply
+
+    report = await run_http(replying(no_delete), "http.delete")
+    assert verdict(report, "http.delete") == "n/a"
+
+
+async def test_protocol_version_header() -> None:
+    report = await run_http(skipping("version-header"), "http.protocol-version-header")
+    assert verdict(report, "http.protocol-version-header") == "fail"
+
+    def needs_header(request: Request, reply: Reply) -> Reply:
+        if (
+            request.verb == "POST"
+            and "mcp-session-id" in request.headers
+            and "mcp-protocol-version" not in request.headers
+        ):
+            return Reply(400)
+        return reply
+
+    report = await run_http(replying(needs_header), "http.protocol-version-absent")
+    assert verdict(report, "http.protocol-version-absent") == "warn"
+
+
+async def test_get_stream_and_resumption() -> None:
+    def no_get(request: Request, reply: Reply) -> Reply:
+        return Reply(400) if request.verb == "GET" else reply
+
+    report = await run_http(replying(no_get), "http.get-stream")
+    assert verdict(report, "http.get-stream") == "fail"
+    report = await run_http(skipping("resume"), "http.sse-resumption")
+    assert verdict(report, "http.sse-resumption") == "fail"
+    assert "sent before" in finding(report, "http.sse-resumption").detail
+
+    def refuse_get(request: Request, reply: Reply) -> Reply:
+        return Reply(405) if request.verb == "GET" else reply
+
+    report = await run_http(
+        replying(refuse_get), "http.get-stream", "http.sse-resumption", sse=False
+    )
+    assert verdict(report, "http.get-stream") == "pass"
+    assert verdict(report, "http.sse-resumption") == "n/a"
+
+
+async def test_answers_of_the_wrong_shape_get_verdicts_not_breakdowns() -> None:
+    def hostile(request: Request, reply: Reply) -> Reply:
+        body = request.body if isinstance(request.body, dict) else {}
+        if body.get("method") in ("initialize", "server/discover", "notifications/initialized"):
+            return reply
+        if request.verb == "GET":
+            return Reply(200, headers={"Content-Type": "text/event-stream"}, events=[("x", "[1]")])
+        return Reply(200, body=[1, {"id": None}], headers={"Mcp-Session-Id": "\t"})
+
+    report = await run_http(replying(hostile))
+    assert all("broke down" not in f.detail for f in report.findings), report.findings
+    assert verdict(report, "http.origin") == "fail"
