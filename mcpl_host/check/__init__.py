@@ -4,12 +4,13 @@
 probe module declares the rules it judges. The modules: :mod:`.rules` (rules, verdicts,
 findings, the registry), :mod:`.wire` and :mod:`.httpwire` (one raw connection),
 :mod:`.context` (what a probe works with), :mod:`.run` (running them), :mod:`.report`
-(the result and its JSON); the probes by group: :mod:`.lifecycle`.
+(the result and its JSON); the probes by group: :mod:`.lifecycle`, :mod:`.envelope`, :mod:`.batches`
+(:mod:`.fence`: a message fenced by a ping).
 """
 
 from __future__ import annotations
 
-from . import lifecycle  # noqa: F401 - registers its probes
+from . import batches, envelope, lifecycle, lifecycle_stdio  # noqa: F401 - registers probes
 from .context import CheckOptions, Opener
 from .report import SCHEMA, Report
 from .rules import GROUPS, RULES, Finding, Line, Rule, Verdict
