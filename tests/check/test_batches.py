@@ -67,6 +67,7 @@ async def test_a_batch_on_2025_03_26() -> None:
 
     class Refuses(_Batches):
         def batch(self, entries: list[Any]) -> list[bytes]:
+            del entries
             return [b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no"}}']
 
     report = await run(Refuses, ACCEPTED)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import trio
 
 from mcpl_host.check import Report
 
@@ -174,14 +175,20 @@ async def test_invalid_json() -> None:
 
 async def test_empty_line() -> None:
     # Over stdio: the in-memory server's framing never hands it an empty line.
-    report = await run_stdio("empty-line-noise", "envelope.empty-line")
-    assert verdict(report, "envelope.empty-line") == "fail"
-    assert detail(report, "envelope.empty-line") == (
+    reports: dict[str, Report] = {}
+
+    async def one(fault: str) -> None:
+        reports[fault] = await run_stdio(fault, "envelope.empty-line")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(one, "empty-line-noise")
+        nursery.start_soon(one, "empty-line-crash")
+    assert verdict(reports["empty-line-noise"], "envelope.empty-line") == "fail"
+    assert detail(reports["empty-line-noise"], "envelope.empty-line") == (
         "answered an empty line with a line that is not JSON-RPC"
     )
-    report = await run_stdio("empty-line-crash", "envelope.empty-line")
-    assert verdict(report, "envelope.empty-line") == "fail"
-    assert detail(report, "envelope.empty-line") == (
+    assert verdict(reports["empty-line-crash"], "envelope.empty-line") == "fail"
+    assert detail(reports["empty-line-crash"], "envelope.empty-line") == (
         "the server closed the connection after an empty line"
     )
 

@@ -162,7 +162,7 @@ async def test_a_request_before_initialize() -> None:
     class Silent(_BeforeInitialize):
         change = staticmethod(lambda request, answer: None)
 
-    report = await run(Silent, "lifecycle.request-before-initialize")
+    report = await run(Silent, "lifecycle.request-before-initialize", timeout=0.5)
     assert verdict(report, "lifecycle.request-before-initialize") == "fail"
 
 
