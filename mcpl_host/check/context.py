@@ -223,8 +223,10 @@ class Context:
             )
             wire = HttpWire(target, client, nursery, self.redactor)
 
+            close_wire = wire.aclose  # the wire's own, before it is replaced below
+
             async def close_client() -> None:
-                await wire.aclose()
+                await close_wire()
                 await client.aclose()
 
             wire.aclose = close_client  # type: ignore[method-assign]

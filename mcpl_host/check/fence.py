@@ -64,8 +64,16 @@ def fence_request(wire: Wire) -> dict[str, Any]:
     return wire.request("ping")
 
 
-async def fenced(ctx: Context, wire: Wire, message: Any) -> Fenced:
-    """Send ``message`` (a JSON value, or bytes as they are), then the fence."""
+def _count(lines: list[Received], fence_id: Any) -> int:
+    """The answers among ``lines`` that are not the fence's (an array's entries each)."""
+    return sum(
+        len(r.value) if isinstance(r.value, list) else 1 for r in lines if _is_response(r, fence_id)
+    )
+
+
+async def fenced(ctx: Context, wire: Wire, message: Any, *, want: int = 1) -> Fenced:
+    """Send ``message`` (a JSON value, or bytes as they are), then the fence; past the
+    fence's answer, wait the grace for ``want`` answers (a batch's entries) at most."""
     mark = wire.mark()
     await wire.send(message)
     fence = fence_request(wire)
@@ -73,8 +81,14 @@ async def fenced(ctx: Context, wire: Wire, message: Any) -> Fenced:
     fence_id = fence["id"]
     lines = await wire.received_within(ctx.timeout, until=lambda r: _is_answer_to(r, fence_id))
     alive = bool(lines) and _is_answer_to(lines[-1], fence_id)
-    if alive and not any(_is_response(r, fence_id) for r in lines):
-        lines += await wire.received_within(GRACE, until=lambda r: _is_response(r, fence_id))
+    if alive and _count(lines, fence_id) < want:
+        more: list[Received] = []
+
+        def enough(line: Received) -> bool:
+            more.append(line)
+            return _count(lines + more, fence_id) >= want
+
+        lines += await wire.received_within(GRACE, until=enough)
     if not alive:
         wire.broken = True
         wire.note("·", f"no answer to the ping within {ctx.timeout:g} s")

@@ -11,7 +11,7 @@ from ..protocol.profiles import KNOWN_REVISIONS
 from .context import HANDSHAKE_REVISIONS, Context
 from .fence import dead, fenced
 from .rules import Line, Verdict, probe, rule
-from .wire import same_id
+from .wire import Wire, same_id
 
 INITIALIZE_NEWEST = rule(
     "lifecycle.initialize-newest",
@@ -186,6 +186,19 @@ INITIALIZED = rule(
 )
 
 
+_SESSION_REQUIRED: Final = (
+    "HTTP 400 without a session id (Streamable HTTP lets a server that requires "
+    "sessions refuse every request before initialize so)"
+)
+
+
+def _session_required(wire: Wire) -> bool:
+    """Whether an HTTP server refused the request with 400 (basic/transports#session-
+    management: it requires a session, which only initialize opens)."""
+    posts: list[Any] = getattr(wire, "posts", [])  # an HttpWire's; httpx stays unimported
+    return bool(posts) and posts[0].status == 400
+
+
 @probe(PING_BEFORE_INITIALIZE)
 async def ping_before_initialize(ctx: Context) -> None:
     if (await ctx.facts()).version is None:
@@ -193,7 +206,9 @@ async def ping_before_initialize(ctx: Context) -> None:
         return
     async with ctx.connect() as wire:
         answer = await wire.call("ping", timeout=ctx.timeout)
-        if answer is None:
+        if answer is None and _session_required(wire):
+            ctx.not_applicable(PING_BEFORE_INITIALIZE, f"refused with {_SESSION_REQUIRED}")
+        elif answer is None:
             ctx.failed(PING_BEFORE_INITIALIZE, f"no answer within {ctx.timeout:g} s", wire)
         elif answer.get("result") != {}:
             ctx.failed(PING_BEFORE_INITIALIZE, "the answer is not an empty result", wire)
@@ -212,7 +227,9 @@ async def request_before_initialize(ctx: Context) -> None:
         return
     async with ctx.connect() as wire:
         answer = await wire.call("tools/list", {}, timeout=ctx.timeout)
-        if answer is None:
+        if answer is None and _session_required(wire):
+            ctx.passed(REQUEST_BEFORE_INITIALIZE, f"refused with {_SESSION_REQUIRED}", wire)
+        elif answer is None:
             how = "closed the connection" if wire.closed else f"no answer within {ctx.timeout:g} s"
             ctx.failed(REQUEST_BEFORE_INITIALIZE, f"tools/list before initialize: {how}", wire)
         elif isinstance(answer.get("error"), dict):
