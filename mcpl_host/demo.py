@@ -716,7 +716,7 @@ def answer_line(line: bytes, session: Session | None = None) -> Any:
     or None (nothing). Besides :func:`handle`'s answers it refuses every request but
     ping before initialize, and batches on a revision without them."""
     session = session or _ALONE
-    if not line.strip():
+    if not line or line.isspace():  # isspace: no copy of a long line
         return None  # a blank line is no message: nothing to answer
     try:
         message = _DECODER.decode(line)

@@ -27,6 +27,8 @@ def _result_problem(answer: dict[str, Any] | None) -> str | None:
     if answer is None:
         return "no answer"
     result = answer.get("result")
+    if "result" in answer and not isinstance(result, dict):
+        return "the result is not an object"
     if not isinstance(result, dict):
         return "answered without a result"
     if not isinstance(result.get("protocolVersion"), str):

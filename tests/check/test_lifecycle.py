@@ -210,3 +210,19 @@ async def test_the_stdio_process_rules() -> None:
 async def test_the_stdio_process_rules_do_not_apply_elsewhere() -> None:
     report = await run(Fault, "lifecycle.stdin-eof", "lifecycle.sigterm")
     assert [f.verdict.value for f in report.findings] == ["n/a", "n/a"]
+
+
+async def test_answers_of_the_wrong_shape_get_a_verdict() -> None:
+    def shapeless(request: Any, answer: Any) -> Any:
+        if not isinstance(request, dict) or request.get("method") != "initialize":
+            return answer
+        if request["params"]["protocolVersion"] == "2025-11-25":
+            return answer
+        return {"jsonrpc": "2.0", "id": request["id"], "result": ["2025-03-26"]}
+
+    rules = ("lifecycle.initialize-older", "lifecycle.initialize-future")
+    report = await run(rewrite(shapeless), *rules)
+    assert [f.verdict.value for f in report.findings] == ["fail", "fail"]
+    assert _detail(report, "lifecycle.initialize-future") == (
+        "offered 2999-12-31: the result is not an object"
+    )
