@@ -31,13 +31,16 @@ GRACE: Final = 0.25
 class Fenced:
     """What came back for one message: ``responses`` are the responses (and arrays)
     that are not the fence's answer, ``noise`` the lines that are not JSON-RPC,
-    ``alive`` whether the fence was answered; ``evidence`` the lines from the send on."""
+    ``alive`` whether the fence was answered; ``evidence`` the lines from the send on.
+    Over HTTP a POST refused with an error status may carry any body (Streamable HTTP
+    lets it): such a body is not counted as noise, and ``http_error`` says it came."""
 
     responses: tuple[Received, ...]
     noise: tuple[Received, ...]
     alive: bool
     closed: bool
     evidence: tuple[Line, ...]
+    http_error: int | None = None  # over HTTP: the first 4xx/5xx status among the POSTs
 
 
 def _is_answer_to(line: Received, id_: Any) -> bool:
@@ -75,6 +78,8 @@ async def fenced(ctx: Context, wire: Wire, message: Any, *, want: int = 1) -> Fe
     """Send ``message`` (a JSON value, or bytes as they are), then the fence; past the
     fence's answer, wait the grace for ``want`` answers (a batch's entries) at most."""
     mark = wire.mark()
+    posts: list[Any] = getattr(wire, "posts", [])  # an HttpWire's; httpx stays unimported
+    posted = len(posts)
     await wire.send(message)
     fence = fence_request(wire)
     await wire.send(fence)
@@ -92,12 +97,14 @@ async def fenced(ctx: Context, wire: Wire, message: Any, *, want: int = 1) -> Fe
     if not alive:
         wire.broken = True
         wire.note("·", f"no answer to the ping within {ctx.timeout:g} s")
+    http_error = next((p.status for p in posts[posted:] if p.status >= 400), None)
     return Fenced(
         responses=tuple(r for r in lines if r.is_json_rpc and _is_response(r, fence_id)),
-        noise=tuple(r for r in lines if not r.is_json_rpc),
+        noise=() if http_error else tuple(r for r in lines if not r.is_json_rpc),
         alive=alive,
         closed=wire.closed,
         evidence=wire.since(mark),
+        http_error=http_error,
     )
 
 
@@ -147,6 +154,8 @@ def refusal(
         return Verdict.FAIL, f"the server {how} after {what}"
     if out.noise:
         return Verdict.FAIL, f"answered {what} with a line that is not JSON-RPC"
+    if not out.responses and out.http_error is not None:
+        return Verdict.PASS, f"refused {what} with HTTP {out.http_error}"
     if not out.responses:
         return silence, f"no answer to {what}"
     if len(out.responses) > 1:
