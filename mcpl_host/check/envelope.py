@@ -3,17 +3,21 @@ notifications never answered, unknown methods -32601 (basic#messages and JSON-RP
 
 Every message goes out fenced by a ping (:mod:`.fence`), so a probe sees what answered
 it even without a usable id, and a server that died or hung on it fails the rule with
-the lines that show it. A message that may kill the server goes to a fresh session;
-the rest borrow one.
+the lines that show it. Messages that may kill the server go to a fresh session (a
+new one after each that broke it); the rest borrow one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final
 
 from .context import Context
 from .fence import dead, fence_request, fenced, refusal, shown, worst
-from .rules import RULES, Verdict, probe, rule
+from .rules import RULES, Line, Verdict, probe, rule
 from .wire import Wire, same_id
 
 REQUESTS: Final = "basic#requests"
@@ -142,131 +146,142 @@ EMPTY_LINE = rule(
 )
 
 
-def _broken(wire: Wire, change: dict[str, Any]) -> dict[str, Any]:
-    """The fence's request with ``change`` applied (an id, a method, a version...)."""
-    return {**fence_request(wire), **change}
+@dataclass(frozen=True, slots=True)
+class _Case:
+    """One broken message and how its refusal is judged: ``codes`` the errors due,
+    ``readable_id`` whether the answer must carry the message's id (else null),
+    ``result`` the verdict on a server that dispatched it anyway."""
+
+    rule: str
+    what: str
+    message: Callable[[Wire], Any]
+    codes: tuple[int, ...] = (-32600,)
+    readable_id: bool = False
+    result: Verdict = Verdict.FAIL
 
 
-async def _refused(
-    ctx: Context,
-    rule_id: str,
-    what: str,
-    change: dict[str, Any],
-    *,
-    codes: tuple[int, ...] = (-32600,),
-    readable_id: bool = False,
-    result: Verdict = Verdict.FAIL,
-) -> None:
-    async with ctx.session() as wire:
-        message = _broken(wire, change)
-        out = await fenced(ctx, wire, message)
-        verdict, detail = refusal(
-            out,
-            what,
-            codes=codes,
-            id_=message.get("id") if readable_id else None,
-            result=result,
-            version=wire.version,
-            silence=_silence(rule_id),
-        )
-        ctx.judge(rule_id, verdict, detail, out.evidence)
+def _fence_with(change: dict[str, Any]) -> Callable[[Wire], dict[str, Any]]:
+    """The fence's own request with ``change`` applied (an id, a method, a version...)."""
+    return lambda wire: {**fence_request(wire), **change}
 
 
-@probe(NULL_ID)
-async def null_id(ctx: Context) -> None:
+_BAD_IDS: Final = (
     # A result with id null serves what MCP forbids, but JSON-RPC 2.0 allows: a warning.
-    await _refused(ctx, NULL_ID, "a request with id null", {"id": None}, result=Verdict.WARN)
-
-
-@probe(FLOAT_ID)
-async def float_id(ctx: Context) -> None:
+    _Case(NULL_ID, "a request with id null", _fence_with({"id": None}), result=Verdict.WARN),
     # The schema types ids as numbers and JSON-RPC 2.0 only discourages fractions, but
-    # MCP's text says a string or integer: serving it is lenient, a warning.
-    await _refused(ctx, FLOAT_ID, "a request with id 1.5", {"id": 1.5}, result=Verdict.WARN)
-
-
-@probe(BOOLEAN_ID)
-async def boolean_id(ctx: Context) -> None:
-    await _refused(ctx, BOOLEAN_ID, "a request with id true", {"id": True})
-
-
-@probe(MISSING_METHOD)
-async def missing_method(ctx: Context) -> None:
-    async with ctx.session() as wire:
-        id_ = wire.next_id()
-        message = {"jsonrpc": "2.0", "id": id_, "params": {}}
-        out = await fenced(ctx, wire, message)
-        # Without a method it may be read as a broken response, which gets no answer:
-        # hence a SHOULD, and silence warns.
-        verdict, detail = refusal(
-            out,
-            "a message without a method",
-            codes=(-32600,),
-            id_=id_,
-            version=wire.version,
-            silence=_silence(MISSING_METHOD),
-        )
-        ctx.judge(MISSING_METHOD, verdict, detail, out.evidence)
-
-
-@probe(NON_STRING_METHOD)
-async def non_string_method(ctx: Context) -> None:
-    await _refused(
-        ctx,
+    # MCP's text says a string or an integer: serving it is lenient, a warning.
+    _Case(FLOAT_ID, "a request with id 1.5", _fence_with({"id": 1.5}), result=Verdict.WARN),
+    _Case(BOOLEAN_ID, "a request with id true", _fence_with({"id": True})),
+)
+_BAD_SHAPES: Final = (
+    # Without a method it may be read as a broken response, which gets no answer:
+    # hence a SHOULD, and silence warns.
+    _Case(
+        MISSING_METHOD,
+        "a message without a method",
+        lambda wire: {"jsonrpc": "2.0", "id": wire.next_id(), "params": {}},
+        readable_id=True,
+    ),
+    _Case(
         NON_STRING_METHOD,
         "a request whose method is 42",
-        {"method": 42},
+        _fence_with({"method": 42}),
         readable_id=True,
-    )
-
-
-@probe(JSONRPC_VERSION)
-async def jsonrpc_version(ctx: Context) -> None:
-    await _refused(
-        ctx,
+    ),
+    _Case(
         JSONRPC_VERSION,
         'a request with "jsonrpc": "1.0"',
-        {"jsonrpc": "1.0"},
+        _fence_with({"jsonrpc": "1.0"}),
         readable_id=True,
-    )
-
-
-@probe(PARAMS_TYPE)
-async def params_type(ctx: Context) -> None:
-    verdicts, details = [], []
-    async with ctx.session() as wire:
-        for params, what in ((["x"], "an array"), ("x", "a string")):
-            if wire.broken or wire.closed:
-                break
-            message = fence_request(wire)
-            message["params"] = params
-            out = await fenced(ctx, wire, message)
-            verdict, detail = refusal(
-                out,
-                f"a request whose params are {what}",
-                codes=(-32602, -32600),
-                id_=message["id"],
-                version=wire.version,
-            )
-            verdicts.append(verdict)
-            details.append(detail)
-        ctx.judge(PARAMS_TYPE, worst(verdicts), "; ".join(details), wire)
-
-
-@probe(INVALID_JSON)
-async def invalid_json(ctx: Context) -> None:
+    ),
+    _Case(
+        PARAMS_TYPE,
+        "a request whose params are an array",
+        _fence_with({"params": ["x"]}),
+        codes=(-32602, -32600),
+        readable_id=True,
+    ),
+    _Case(
+        PARAMS_TYPE,
+        "a request whose params are a string",
+        _fence_with({"params": "x"}),
+        codes=(-32602, -32600),
+        readable_id=True,
+    ),
     # JSON-RPC 2.0 shows a Parse error answer (-32700, id null) to invalid JSON, though
     # it states no MUST for it; an MCP server that drops the line only warns.
-    async with ctx.session() as wire:
-        out = await fenced(ctx, wire, b'{"jsonrpc": "2.0", "id": 1, "method": "ping"')
-        verdict, detail = refusal(
-            out,
-            "a line that is not JSON",
-            codes=(-32700,),
-            version=wire.version,
-            silence=_silence(INVALID_JSON),
-        )
-        ctx.judge(INVALID_JSON, verdict, detail, out.evidence)
+    _Case(
+        INVALID_JSON,
+        "a line that is not JSON",
+        lambda _wire: b'{"jsonrpc": "2.0", "id": 1, "method": "ping"',
+        codes=(-32700,),
+    ),
+)
+
+
+class _Fresh:
+    """Fresh sessions for messages that may kill the server: one serves the probe until
+    a message breaks it (a crash, a hang), then the next message gets a new one. So a
+    healthy server costs one session for many messages."""
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+        self._stack = contextlib.AsyncExitStack()
+        self._wire: Wire | None = None
+
+    async def __aenter__(self) -> _Fresh:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self._stack.__aexit__(*exc)
+
+    async def get(self) -> Wire:
+        """A working session. Raises NoSession when the server will not complete one."""
+        wire = self._wire
+        if wire is None or wire.broken or wire.closed:
+            await self._stack.aclose()
+            self._stack = contextlib.AsyncExitStack()
+            wire = self._wire = await self._stack.enter_async_context(self._ctx.session())
+        return wire
+
+
+async def _refusals(ctx: Context, cases: tuple[_Case, ...]) -> None:
+    """Send each case's message, fenced, and judge each rule once its cases are done."""
+    async with _Fresh(ctx) as fresh:
+        for rule_id, group in itertools.groupby(cases, key=lambda case: case.rule):
+            if not ctx.wants(rule_id):
+                continue
+            verdicts: list[Verdict] = []
+            details: list[str] = []
+            evidence: list[Line] = []
+            for case in group:
+                wire = await fresh.get()
+                message = case.message(wire)
+                out = await fenced(ctx, wire, message)
+                readable = case.readable_id and isinstance(message, dict)
+                verdict, detail = refusal(
+                    out,
+                    case.what,
+                    codes=case.codes,
+                    id_=message.get("id") if readable else None,
+                    result=case.result,
+                    version=wire.version,
+                    silence=_silence(rule_id),
+                )
+                verdicts.append(verdict)
+                details.append(detail)
+                evidence.extend(out.evidence)
+            ctx.judge(rule_id, worst(verdicts), "; ".join(details), evidence)
+
+
+@probe(NULL_ID, FLOAT_ID, BOOLEAN_ID)
+async def bad_ids(ctx: Context) -> None:
+    await _refusals(ctx, _BAD_IDS)
+
+
+@probe(MISSING_METHOD, NON_STRING_METHOD, JSONRPC_VERSION, PARAMS_TYPE, INVALID_JSON)
+async def bad_shapes(ctx: Context) -> None:
+    await _refusals(ctx, _BAD_SHAPES)
 
 
 @probe(EMPTY_LINE)

@@ -218,3 +218,21 @@ async def test_unknown_method() -> None:
     silent = answers(lambda r: str(r.get("method")).startswith("mcpl-host-check/"), None)
     report = await run(silent, "envelope.unknown-method")
     assert verdict(report, "envelope.unknown-method") == "fail"
+
+
+async def test_a_server_killed_by_one_message_gets_a_new_session_for_the_next() -> None:
+    class DiesOnNull(Fault):
+        dead = False
+
+        def exchange(self, line: bytes, answers: list[bytes]) -> list[bytes]:
+            self.dead = self.dead or b'"id":null' in line
+            return [] if self.dead else answers
+
+    rules = ("envelope.null-id", "envelope.float-id", "envelope.boolean-id")
+    report = await run(DiesOnNull, *rules, timeout=0.5)
+    assert [f.verdict.value for f in report.findings] == ["fail", "pass", "pass"]
+    assert detail(report, "envelope.null-id") == (
+        "the server stopped answering after a request with id null"
+    )
+    (float_id,) = [f for f in report.findings if f.rule.id == "envelope.float-id"]
+    assert float_id.evidence[0].text == '{"jsonrpc":"2.0","id":1.5,"method":"ping"}'
