@@ -20,7 +20,12 @@ stdin/stdout and implements initialize, ping, and:
 - completions: ``completion/complete`` for ``greet``'s ``name`` and the template's
   ``text``.
 
-Anything else is answered as a careful server would. It is synchronous on purpose: one
+Anything else is answered as a careful server would: a broken envelope (an id that
+is not a string or an integer, a method that is not a string, ``"jsonrpc"`` other than
+``"2.0"``, params that are not an object) with -32600 or -32602, a line that is not JSON
+with -32700, a request other than ping before initialize with -32600, and a batch with
+-32600 unless the revision takes batches (2024-11-05, 2025-03-26); blank lines are
+skipped. ``mcpl-host check`` finds nothing to fault in it. It is synchronous on purpose: one
 line in, one line out, so a client's speed is what a benchmark against it measures.
 While ``ask`` waits for the client's response, other lines wait their turn.
 """
