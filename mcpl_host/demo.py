@@ -343,7 +343,7 @@ def _dispatch(message: dict[str, Any], session: Session) -> dict[str, Any] | Non
     if method == "ping":
         return _result(id_, {})
     if method == "tools/list":
-        return _result(id_, {"tools": TOOLS})
+        return _listed(id_, params, "tools", TOOLS)
     if method == "tools/call":
         try:
             result = _call_tool(id_, params, session)
@@ -351,15 +351,15 @@ def _dispatch(message: dict[str, Any], session: Session) -> dict[str, Any] | Non
             return _error(id_, refusal.code, refusal.message)
         return None if result is None else _result(id_, result)
     if method == "resources/list":
-        return _result(id_, {"resources": RESOURCES})
+        return _listed(id_, params, "resources", RESOURCES)
     if method == "resources/templates/list":
-        return _result(id_, {"resourceTemplates": RESOURCE_TEMPLATES})
+        return _listed(id_, params, "resourceTemplates", RESOURCE_TEMPLATES)
     if method == "resources/read":
         return _read_resource(id_, params.get("uri"))
     if method in ("resources/subscribe", "resources/unsubscribe"):
         return _subscribe(id_, params.get("uri"), session, on=method == "resources/subscribe")
     if method == "prompts/list":
-        return _result(id_, {"prompts": PROMPTS})
+        return _listed(id_, params, "prompts", PROMPTS)
     if method == "prompts/get":
         return _get_prompt(id_, params)
     if method == "logging/setLevel":
@@ -537,6 +537,13 @@ def _subscribe(id_: Any, uri: Any, session: Session, *, on: bool) -> dict[str, A
     else:
         session.subscriptions.discard(uri)
     return _result(id_, {})
+
+
+def _listed(id_: Any, params: Any, key: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    # Every list fits one page, so no cursor was ever handed out: any cursor is invalid.
+    if isinstance(params, dict) and "cursor" in params:
+        return _error(id_, -32602, "Invalid cursor")
+    return _result(id_, {key: items})
 
 
 def _set_level(id_: Any, level: Any, session: Session) -> dict[str, Any]:

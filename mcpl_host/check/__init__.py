@@ -4,13 +4,26 @@
 probe module declares the rules it judges. The modules: :mod:`.rules` (rules, verdicts,
 findings, the registry), :mod:`.wire` and :mod:`.httpwire` (one raw connection),
 :mod:`.context` (what a probe works with), :mod:`.run` (running them), :mod:`.report`
-(the result and its JSON); the probes by group: :mod:`.lifecycle`, :mod:`.envelope`, :mod:`.batches`
-(:mod:`.fence`: a message fenced by a ping).
+(the result and its JSON); the probes by group: :mod:`.lifecycle` (and
+:mod:`.lifecycle_stdio`), :mod:`.envelope`, :mod:`.batches` (both fence messages with
+:mod:`.fence`), :mod:`.utilities`, :mod:`.logging_rules`, :mod:`.completion`,
+:mod:`.content`, :mod:`.capabilities`.
 """
 
 from __future__ import annotations
 
-from . import batches, envelope, lifecycle, lifecycle_stdio  # noqa: F401 - registers probes
+# Each probe module registers its probes when imported.
+from . import (  # noqa: F401
+    batches,
+    capabilities,
+    completion,
+    content,
+    envelope,
+    lifecycle,
+    lifecycle_stdio,
+    logging_rules,
+    utilities,
+)
 from .context import CheckOptions, Opener
 from .report import SCHEMA, Report
 from .rules import GROUPS, RULES, Finding, Line, Rule, Verdict

@@ -18,6 +18,7 @@ from typing import Any, Final, Literal
 
 import trio
 
+from ..protocol.errors import TransportError
 from ..protocol.profiles import KNOWN_REVISIONS, PROFILES
 from ..protocol.redact import Redactor
 from ..transports import Transport, open_transport
@@ -32,6 +33,8 @@ from ..transports.targets import (
 )
 from .rules import RULES, Finding, Line, Verdict
 from .wire import CLIENT_INFO, MODERN, StreamWire, Wire
+
+DETAIL_CHARS: Final = 1000
 
 __all__ = ["HANDSHAKE_REVISIONS", "CheckOptions", "Context", "Facts", "Opener", "TargetKind"]
 
@@ -99,6 +102,9 @@ class Context:
     keepers: trio.Nursery | None = None
     done: trio.Event = field(default_factory=trio.Event)
     _idle: list[tuple[Wire, trio.Event]] = field(default_factory=list)
+    # What a probe module keeps for the run (results several of its probes read), by a
+    # key the module owns.
+    memo: dict[str, Any] = field(default_factory=dict)
 
     @property
     def kind(self) -> TargetKind:
@@ -139,7 +145,10 @@ class Context:
         if rule_id not in self.selected:
             return
         lines = evidence.since() if isinstance(evidence, Wire) else tuple(evidence)
-        self.findings[rule_id] = Finding(RULES[rule_id], verdict, detail, lines)
+        # A detail may quote the peer (a tool's name, an error's message): made safe here,
+        # as the transcript's lines are where they are taken.
+        safe = self.redactor.log_value(detail, DETAIL_CHARS)
+        self.findings[rule_id] = Finding(RULES[rule_id], verdict, safe, lines)
 
     def passed(self, rule_id: str, detail: str, evidence: Sequence[Line] | Wire = ()) -> None:
         self.judge(rule_id, Verdict.PASS, detail, evidence)
@@ -157,7 +166,15 @@ class Context:
     async def connect(self) -> AsyncIterator[Wire]:
         """A fresh connection, nothing sent yet; closed (a stdio server ended) after."""
         async with trio.open_nursery() as nursery:
-            wire = await self._open(nursery)
+            # A TCP connect to a host that drops packets waits minutes by default.
+            opening = max(10.0, 2 * self.timeout)
+            with trio.move_on_after(opening) as scope:
+                wire = await self._open(nursery)
+            if scope.cancelled_caught:
+                raise TransportError(
+                    f"the server could not be reached within {opening:g} s",
+                    reason="connect-timeout",
+                )
             try:
                 yield wire
             finally:
@@ -221,16 +238,7 @@ class Context:
                 verify=target.ssl_context if target.ssl_context is not None else True,
                 follow_redirects=False,
             )
-            wire = HttpWire(target, client, nursery, self.redactor)
-
-            close_wire = wire.aclose  # the wire's own, before it is replaced below
-
-            async def close_client() -> None:
-                await close_wire()
-                await client.aclose()
-
-            wire.aclose = close_client  # type: ignore[method-assign]
-            return wire
+            return HttpWire(target, client, nursery, self.redactor)
         if callable(target) and not isinstance(
             target, StdioTarget | TcpTarget | UnixTarget | WebSocketTarget
         ):
@@ -297,20 +305,24 @@ class Context:
     async def _find_facts(self) -> Facts:
         facts = Facts()
         lines: list[Line] = []
-        async with self.connect() as wire:
-            answer = await self.initialize(wire, HANDSHAKE_REVISIONS[0])
-            result = answer.get("result") if answer is not None else None
-            if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
-                facts.version = result["protocolVersion"]
-                facts.initialize = result
-            lines += wire.since()
-        async with self.connect() as wire:
-            wire.version = MODERN
-            answer = await wire.call("server/discover", {}, timeout=self.timeout)
-            result = answer.get("result") if answer is not None else None
-            if isinstance(result, dict) and MODERN in (result.get("supportedVersions") or ()):
-                facts.discover = result
-            lines += wire.since()
+        offers = [v for v in HANDSHAKE_REVISIONS if v in self.options.versions]
+        if offers:
+            async with self.connect() as wire:
+                answer = await self.initialize(wire, offers[0])
+                result = answer.get("result") if answer is not None else None
+                if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
+                    facts.version = result["protocolVersion"]
+                    facts.initialize = result
+                lines += wire.since()
+        if MODERN in self.options.versions:
+            async with self.connect() as wire:
+                wire.version = MODERN
+                answer = await wire.call("server/discover", {}, timeout=self.timeout)
+                result = answer.get("result") if answer is not None else None
+                versions = result.get("supportedVersions") if isinstance(result, dict) else None
+                if isinstance(versions, list) and MODERN in versions:
+                    facts.discover = result
+                lines += wire.since()
         facts.evidence = tuple(lines)
         return facts
 

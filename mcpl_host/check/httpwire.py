@@ -16,6 +16,7 @@ h11 pool hides behind the connection's needs.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -26,13 +27,20 @@ import trio
 from ..protocol.redact import Redactor
 from ..protocol.sse import SseDecoder
 from ..transports.targets import HttpTarget
-from .wire import MAX_LINE_BYTES, MODERN, Wire
+from .wire import MAX_LINE_BYTES, MODERN, UNANSWERED, Wire, same_id
 
 __all__ = ["HttpWire", "Posted"]
 
 ACCEPT: Final = "application/json, text/event-stream"
 # Lines waiting to be read; a POST's reader waits when the probe reads no more.
 _QUEUE: Final = 256
+
+
+class _Ended:
+    """Queued after a POST's last line: the request ids the POST carried."""
+
+    def __init__(self, ids: list[Any]) -> None:
+        self.ids = ids
 
 
 class Posted:
@@ -45,9 +53,9 @@ class Posted:
 
 
 class HttpWire(Wire):
-    """A wire to a Streamable HTTP endpoint. ``client`` is open for the HTTP probes'
-    own requests; ``session_id`` is what the server handed out, ``posts`` every POST's
-    outcome in the order they completed."""
+    """A wire to a Streamable HTTP endpoint. ``client`` (the wire's own: closed with it)
+    is open for the HTTP probes' own requests; ``session_id`` is what the server handed
+    out, ``posts`` every POST's outcome in the order they completed."""
 
     def __init__(
         self,
@@ -63,7 +71,7 @@ class HttpWire(Wire):
         self.session_id: str | None = None
         self.posts: list[Posted] = []
         self._nursery = nursery
-        self._send_lines, self._lines = trio.open_memory_channel[bytes | None](_QUEUE)
+        self._send_lines, self._lines = trio.open_memory_channel[bytes | _Ended](_QUEUE)
         self._open_posts = 0
 
     def headers(self, line: bytes | None = None) -> dict[str, str]:
@@ -112,10 +120,11 @@ class HttpWire(Wire):
                 await self._read_body(r, posted, self._send_lines.send)
         except httpx.HTTPError as exc:
             self.note("·", f"POST failed: {exc.__class__.__name__}")
-        except trio.ClosedResourceError:
-            pass  # the probe is done with this wire
         finally:
             self._open_posts -= 1
+        # A request whose POST ended without its answer gets none: say so to answer().
+        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+            await self._send_lines.send(_Ended(_request_ids(line)))
 
     def _note_status(self, verb: str, posted: Posted) -> None:
         shown = posted.content_type or "no content type"
@@ -138,12 +147,29 @@ class HttpWire(Wire):
         if body.strip():
             await deliver(bytes(body).strip())
 
-    async def _read(self) -> bytes | None:
-        return await self._lines.receive()
+    async def _read(self) -> Any:
+        while True:
+            item = await self._lines.receive()
+            if not isinstance(item, _Ended):
+                return item
+            if any(same_id(self.awaiting, i) for i in item.ids):
+                return UNANSWERED
 
     async def aclose(self) -> None:
+        """End the wire and its client (which it owns)."""
         await self._send_lines.aclose()
         await self._lines.aclose()
+        await self.client.aclose()
+
+
+def _request_ids(line: bytes) -> list[Any]:
+    """The ids of the requests ``line`` holds (a message or a batch)."""
+    try:
+        value = msgspec.json.decode(line)
+    except msgspec.DecodeError:
+        return []
+    messages = value if isinstance(value, list) else [value]
+    return [m["id"] for m in messages if isinstance(m, dict) and "id" in m and "method" in m]
 
 
 def _modern_headers(line: bytes) -> dict[str, str]:

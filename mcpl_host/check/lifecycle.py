@@ -121,7 +121,8 @@ async def initialize_older(ctx: Context) -> None:
     if (await ctx.facts()).version is None:
         ctx.not_applicable(INITIALIZE_OLDER, "a 2026-07-28 server without initialize")
         return
-    older = [v for v in HANDSHAKE_REVISIONS[1:] if v in ctx.options.versions]
+    # The newest the run offers is the baseline's (initialize-newest); these are the rest.
+    older = [v for v in HANDSHAKE_REVISIONS if v in ctx.options.versions][1:]
     if not older:
         ctx.not_applicable(INITIALIZE_OLDER, "no older revision among the revisions checked")
         return

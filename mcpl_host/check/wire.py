@@ -36,6 +36,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "MODERN",
     "NOT_JSON",
+    "UNANSWERED",
     "Received",
     "StreamWire",
     "Wire",
@@ -59,6 +60,15 @@ class _NotJson:
 
 NOT_JSON: Final = _NotJson()
 """The value of a received line that is not JSON."""
+
+
+class _Unanswered:
+    pass
+
+
+UNANSWERED: Final = _Unanswered()
+"""What a transport's read returns when it knows the request being waited for
+(:attr:`Wire.awaiting`) will get no answer: its HTTP exchange ended without one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +107,7 @@ class Wire:
         self.closed = False  # the server ended the connection (EOF)
         self.broken = False  # a probe found the server unresponsive on it
         self.start = 0  # where this wire's evidence starts (a borrowed one's: the borrow)
+        self.awaiting: Any = None  # the id :meth:`answer` waits for
         self._ids = itertools.count(1)
         self._transcript: deque[Line] = deque(maxlen=TRANSCRIPT_LINES)
         self._count = 0  # lines ever added to the transcript
@@ -105,8 +116,9 @@ class Wire:
     async def _write(self, data: bytes) -> None:
         raise NotImplementedError
 
-    async def _read(self) -> bytes | None:
-        """The next line (without its newline), or None at the end of the stream."""
+    async def _read(self) -> bytes | _Unanswered | None:
+        """The next line (without its newline), None at the end of the stream, or
+        :data:`UNANSWERED`."""
         raise NotImplementedError
 
     async def aclose(self) -> None:
@@ -148,6 +160,8 @@ class Wire:
             return None
         with trio.move_on_after(timeout):
             raw = await self._read()
+            if isinstance(raw, _Unanswered):
+                return None
             if raw is None:
                 self.closed = True
                 self.note("·", "the server closed the connection")
@@ -164,7 +178,11 @@ class Wire:
         """Read until the response whose id is ``id_`` (type and value) arrives, within
         ``timeout``; None if it never does. Other lines are read past (they stay in the
         transcript); :meth:`received_within` keeps them."""
-        found = await self.received_within(timeout, until=lambda r: _answers(r, id_))
+        self.awaiting = id_
+        try:
+            found = await self.received_within(timeout, until=lambda r: _answers(r, id_))
+        finally:
+            self.awaiting = None
         last = found[-1] if found else None
         if last is not None and _answers(last, id_):
             value: dict[str, Any] = last.value
