@@ -109,10 +109,11 @@ async def run(
 
 
 async def run_stdio(
-    fault: str, *only: str, timeout: float = 2.0, exit_grace: float = 1.0
+    fault: str, *only: str, timeout: float = 5.0, exit_grace: float = 1.0
 ) -> Report:
     """Check :mod:`tests.check.faulty_stdio` with the named ``fault`` over stdio, a real
-    subprocess, judging only ``only``."""
+    subprocess, judging only ``only``. The timeout covers a start on a busy machine:
+    a passing run never waits it out."""
     target = StdioTarget.of(
         [sys.executable, "-m", "tests.check.faulty_stdio", fault], cwd=str(_ROOT)
     )
