@@ -256,21 +256,17 @@ async def initialized(ctx: Context) -> None:
         # The session sent initialized; what answered it comes before the fence's answer.
         method = "tools/list" if "tools" in facts.capabilities else "ping"
         request = wire.request(method, {} if method == "tools/list" else None)
-        out = await fenced(ctx, wire, request)
+        # Two answers waited for: one to the request, and any to the notification.
+        out = await fenced(ctx, wire, request, want=2)
         evidence = wire.since()
-        served = [
-            r.value
-            for r in out.responses
-            if isinstance(r.value, dict) and same_id(r.value.get("id"), request["id"])
-        ]
-        others = [
-            r
-            for r in out.responses
-            if not (isinstance(r.value, dict) and same_id(r.value.get("id"), request["id"]))
-        ]
         if dead(ctx, INITIALIZED, out, "the initialized notification"):
             return
-        if others:
+
+        def answers_request(value: Any) -> bool:
+            return isinstance(value, dict) and same_id(value.get("id"), request["id"])
+
+        served = [r.value for r in out.responses if answers_request(r.value)]
+        if len(served) < len(out.responses):
             ctx.failed(INITIALIZED, "answered the initialized notification", evidence)
         elif not served or "result" not in served[0]:
             ctx.failed(INITIALIZED, f"{method} after initialized was not served", evidence)
