@@ -123,7 +123,10 @@ async def batch_empty(ctx: Context) -> None:
 async def batch_refused(ctx: Context) -> None:
     facts = await ctx.facts()
     version = facts.version if facts.version is not None else (MODERN if facts.modern else None)
-    if version is None or version < "2025-06-18":
+    if version is None:
+        ctx.not_applicable(REFUSED, "the server completed no handshake to send a batch in")
+        return
+    if version < "2025-06-18":
         ctx.not_applicable(REFUSED, f"the newest revision the server takes is {version}")
         return
     async with ctx.session() as wire:

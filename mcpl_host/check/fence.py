@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+import trio
+
 from .rules import Line, Verdict
 from .wire import MODERN, Received, same_id
 
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["GRACE", "Fenced", "dead", "fence_request", "fenced", "refusal", "shown", "worst"]
 
 GRACE: Final = 0.25
+_NOTHING: Final = object()  # an id no request has
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,19 +84,32 @@ async def fenced(ctx: Context, wire: Wire, message: Any, *, want: int = 1) -> Fe
     posts: list[Any] = getattr(wire, "posts", [])  # an HttpWire's; httpx stays unimported
     posted = len(posts)
     await wire.send(message)
+    if hasattr(wire, "posts"):
+        # Over HTTP each line is a POST of its own, in flight side by side: the fence
+        # goes once the server has begun answering the message, so that it is behind it.
+        with trio.move_on_after(ctx.timeout):
+            while len(posts) == posted:
+                await trio.sleep(0.005)
     fence = fence_request(wire)
     await wire.send(fence)
     fence_id = fence["id"]
-    lines = await wire.received_within(ctx.timeout, until=lambda r: _is_answer_to(r, fence_id))
-    alive = bool(lines) and _is_answer_to(lines[-1], fence_id)
-    if alive and _count(lines, fence_id) < want:
-        more: list[Received] = []
+    # The HTTP wire stops a wait early only for the request named here: the fence
+    # (a broken message's POST ending without an answer is no reason to stop).
+    wire.awaiting = fence_id
+    try:
+        lines = await wire.received_within(ctx.timeout, until=lambda r: _is_answer_to(r, fence_id))
+        alive = bool(lines) and _is_answer_to(lines[-1], fence_id)
+        if alive and _count(lines, fence_id) < want:
+            more: list[Received] = []
 
-        def enough(line: Received) -> bool:
-            more.append(line)
-            return _count(lines + more, fence_id) >= want
+            def enough(line: Received) -> bool:
+                more.append(line)
+                return _count(lines + more, fence_id) >= want
 
-        lines += await wire.received_within(GRACE, until=enough)
+            wire.awaiting = _NOTHING
+            lines += await wire.received_within(GRACE, until=enough)
+    finally:
+        wire.awaiting = None
     if not alive:
         wire.broken = True
         wire.note("·", f"no answer to the ping within {ctx.timeout:g} s")
