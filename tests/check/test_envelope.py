@@ -7,7 +7,9 @@ from typing import Any
 import msgspec
 import trio
 
-from mcpl_host.check import Report
+from mcpl_host.check import Report, Verdict
+from mcpl_host.check.fence import Fenced, refusal
+from mcpl_host.check.wire import Received
 
 from .servers import Fault, rewrite, run, run_stdio, verdict
 
@@ -236,3 +238,26 @@ async def test_a_server_killed_by_one_message_gets_a_new_session_for_the_next() 
     )
     (float_id,) = [f for f in report.findings if f.rule.id == "envelope.float-id"]
     assert float_id.evidence[0].text == '{"jsonrpc":"2.0","id":1.5,"method":"ping"}'
+
+
+def _fenced(*answers: Any, http_error: int | None = None) -> Fenced:
+    received = tuple(Received(msgspec.json.encode(a), a) for a in answers)
+    return Fenced(received, (), alive=True, closed=False, evidence=(), http_error=http_error)
+
+
+def test_how_a_refusal_is_judged() -> None:
+    error = {"code": -32600, "message": "Invalid Request"}
+    no_id = {"jsonrpc": "2.0", "error": error}
+    what = "a request with id true"
+    # An error without an id: MCP allows it from 2025-11-25 on.
+    assert refusal(_fenced(no_id), what, codes=(-32600,), version="2025-11-25")[0] == Verdict.PASS
+    assert refusal(_fenced(no_id), what, codes=(-32600,), version="2025-06-18")[0] == Verdict.WARN
+    twice = _fenced({**no_id, "id": None}, {**no_id, "id": None})
+    assert refusal(twice, what, codes=(-32600,)) == (Verdict.FAIL, f"answered {what} 2 times")
+    # Over HTTP an error status is a refusal, whatever the body.
+    assert refusal(_fenced(http_error=400), what, codes=(-32600,)) == (
+        Verdict.PASS,
+        f"refused {what} with HTTP 400",
+    )
+    assert refusal(_fenced(), what, codes=(-32600,), silence=Verdict.WARN)[0] == Verdict.WARN
+    assert refusal(_fenced(["x"]), what, codes=(-32600,))[0] == Verdict.FAIL
