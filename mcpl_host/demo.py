@@ -20,7 +20,12 @@ stdin/stdout and implements initialize, ping, and:
 - completions: ``completion/complete`` for ``greet``'s ``name`` and the template's
   ``text``.
 
-Anything else is answered as a careful server would. It is synchronous on purpose: one
+Anything else is answered as a careful server would: a broken envelope (an id that
+is not a string or an integer, a method that is not a string, ``"jsonrpc"`` other than
+``"2.0"``, params that are not an object) with -32600 or -32602, a line that is not JSON
+with -32700, a request other than ping before initialize with -32600, and a batch with
+-32600 unless the revision takes batches (2024-11-05, 2025-03-26); blank lines are
+skipped. ``mcpl-host check`` finds nothing to fault in it. It is synchronous on purpose: one
 line in, one line out, so a client's speed is what a benchmark against it measures.
 While ``ask`` waits for the client's response, other lines wait their turn.
 """
@@ -288,20 +293,51 @@ def _text(text: str, *, is_error: bool = False) -> dict[str, Any]:
     return result
 
 
+def _invalid(message: Any) -> dict[str, Any] | None:
+    """The error answering what is not a valid MCP request or notification (JSON-RPC
+    2.0 with MCP's ids: a string or an integer), or None: it is valid, or a response.
+    The answer carries the message's id where that is one a client can match, else null."""
+    if not isinstance(message, dict):
+        return _error(None, -32600, "Invalid Request: not an object")
+    id_ = message.get("id")
+    valid_id = isinstance(id_, str) or (isinstance(id_, int) and not isinstance(id_, bool))
+    echo = id_ if valid_id else None
+    method = message.get("method")
+    if method is None:
+        if "result" in message or "error" in message:
+            return None  # a response (late, or to nothing): never answered
+        return _error(echo, -32600, "Invalid Request: no method")
+    if not isinstance(method, str):
+        return _error(echo, -32600, "Invalid Request: the method must be a string")
+    if message.get("jsonrpc") != "2.0":
+        return _error(echo, -32600, 'Invalid Request: "jsonrpc" must be "2.0"')
+    if "id" in message and not valid_id:
+        return _error(None, -32600, "Invalid Request: the id must be a string or an integer")
+    params = message.get("params")
+    if params is not None and not isinstance(params, dict):
+        # JSON-RPC allows params by position (an array), MCP does not; anything else is
+        # not JSON-RPC at all.
+        if isinstance(params, list):
+            return _error(echo, -32602, "Invalid params: params must be an object")
+        return _error(echo, -32600, "Invalid Request: params must be an object")
+    return None
+
+
 def handle(message: Any, session: Session | None = None) -> dict[str, Any] | None:
     """The answer to one message, or None for a notification, a response, or a request
-    the host cancelled while it ran (``countdown``)."""
-    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
-        return (
-            None
-            if isinstance(message, dict) and "id" in message
-            else _error(None, -32600, "Invalid Request")
-        )
+    the host cancelled while it ran (``countdown``). It answers whatever state the
+    session is in (tests call it alone); :func:`answer_line` is the server's own entry."""
+    invalid = _invalid(message)
+    if invalid is not None or "method" not in message:
+        return invalid
     if "id" not in message:
         return None  # notifications (cancelled, initialized, roots/list_changed) need nothing
+    return _dispatch(message, session or _ALONE)
+
+
+def _dispatch(message: dict[str, Any], session: Session) -> dict[str, Any] | None:
     id_, method = message["id"], message["method"]
     params = message.get("params") or {}
-    session = session or _ALONE
     if method == "initialize":
         return _initialize(id_, params, session)
     if method == "ping":
@@ -689,15 +725,37 @@ class _StdioSession(Session):
 
 def answer_line(line: bytes, session: Session | None = None) -> Any:
     """What to write back for one line of input: a message, a batch's array of answers,
-    or None (nothing)."""
+    or None (nothing). Besides :func:`handle`'s answers it refuses every request but
+    ping before initialize, and batches on a revision without them."""
+    session = session or _ALONE
+    if not line or line.isspace():  # isspace: no copy of a long line
+        return None  # a blank line is no message: nothing to answer
     try:
         message = _DECODER.decode(line)
     except msgspec.DecodeError:
         return _error(None, -32700, "Parse error")
-    if isinstance(message, list):  # 2025-03-26 batches, answered whole
-        answers = [a for a in (handle(m, session) for m in message) if a is not None]
+    if isinstance(message, list):
+        if session.version not in _BATCHING:
+            return _error(None, -32600, f"Invalid Request: no batches on {session.version}")
+        if not message:
+            return _error(None, -32600, "Invalid Request: an empty batch")
+        answers = [a for a in (_answer(m, session) for m in message) if a is not None]
         return answers or None
-    return handle(message, session)
+    return _answer(message, session)
+
+
+# The revisions that take JSON-RPC batches (2025-06-18 removed them).
+_BATCHING: Final = ("2024-11-05", "2025-03-26")
+_BEFORE_INITIALIZE: Final = ("initialize", "ping")
+
+
+def _answer(message: Any, session: Session) -> dict[str, Any] | None:
+    invalid = _invalid(message)
+    if invalid is not None or "method" not in message or "id" not in message:
+        return invalid
+    if session.version is None and message["method"] not in _BEFORE_INITIALIZE:
+        return _error(message["id"], -32600, "Invalid Request: initialize first")
+    return _dispatch(message, session)
 
 
 _DECODER: Final = msgspec.json.Decoder()

@@ -4,23 +4,27 @@
 probe module declares the rules it judges. The modules: :mod:`.rules` (rules, verdicts,
 findings, the registry), :mod:`.wire` and :mod:`.httpwire` (one raw connection),
 :mod:`.context` (what a probe works with), :mod:`.run` (running them), :mod:`.report`
-(the result and its JSON); the probes by group: :mod:`.lifecycle`, :mod:`.utilities`,
-:mod:`.logging_rules`, :mod:`.completion`, :mod:`.content`, :mod:`.capabilities`,
-:mod:`.modern` (with :mod:`.modern_http`), :mod:`.http` (with :mod:`.http_session`,
-:mod:`.http_stream`).
+(the result and its JSON); the probes by group: :mod:`.lifecycle` (and
+:mod:`.lifecycle_stdio`), :mod:`.envelope`, :mod:`.batches` (both fence messages with
+:mod:`.fence`), :mod:`.utilities`, :mod:`.logging_rules`, :mod:`.completion`,
+:mod:`.content`, :mod:`.capabilities`, :mod:`.modern` (with :mod:`.modern_http`),
+:mod:`.http` (with :mod:`.http_session`, :mod:`.http_stream`).
 """
 
 from __future__ import annotations
 
 # Each probe module registers its probes when imported.
 from . import (  # noqa: F401
+    batches,
     capabilities,
     completion,
     content,
+    envelope,
     http,
     http_session,
     http_stream,
     lifecycle,
+    lifecycle_stdio,
     logging_rules,
     modern,
     modern_http,

@@ -11,6 +11,7 @@ is found once, lazily, by :meth:`Context.facts`.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -249,8 +250,15 @@ class Context:
                 on_stderr=lambda _line: None,
                 redactor=self.redactor,
             )
-        process = transport.process if isinstance(transport, StdioTransport) else None
-        return StreamWire(transport.stream, self.redactor, close=transport.aclose, process=process)
+        if isinstance(transport, StdioTransport):
+            # Its own graces, not the transport's defaults: a server that ignores EOF
+            # (a finding already) must not cost each probe seconds more to close.
+            grace = self.options.exit_grace
+            close = functools.partial(transport.aclose, grace=grace, term_grace=grace)
+            return StreamWire(
+                transport.stream, self.redactor, close=close, process=transport.process
+            )
+        return StreamWire(transport.stream, self.redactor, close=transport.aclose)
 
     async def initialize(self, wire: Wire, version: str) -> dict[str, Any] | None:
         """Send ``initialize`` offering ``version``; the answer (None: none came)."""

@@ -4,7 +4,8 @@ For the rules that concern a process (how it ends on stdin's EOF or SIGTERM, wha
 stdout holds) and for the command line's tests. ``FAULTS`` maps a name to the fault
 (:mod:`tests.check.servers`); ``PROCESS_FAULTS`` are the names handled here: ``linger``
 (keeps running after stdin's EOF), ``ignore-sigterm``, ``stdout-noise`` (a line that is
-not JSON-RPC on stdout after initialize's answer).
+not JSON-RPC on stdout after initialize's answer), ``empty-line-crash`` (exits on an
+empty line).
 """
 
 from __future__ import annotations
@@ -27,11 +28,18 @@ def _no_server_info(request: Any, answer: Any) -> Any:
     return answer
 
 
+class _EmptyLineNoise(Fault):
+    # The in-memory servers never see an empty line: their framing skips it.
+    def exchange(self, line: bytes, answers: list[bytes]) -> list[bytes]:
+        return [b"?"] if not line.strip() else answers
+
+
 FAULTS: Final[dict[str, FaultFactory]] = {
     "none": Fault,
     "no-server-info": rewrite(_no_server_info),
+    "empty-line-noise": _EmptyLineNoise,
 }
-PROCESS_FAULTS: Final = frozenset({"linger", "ignore-sigterm", "stdout-noise"})
+PROCESS_FAULTS: Final = frozenset({"linger", "ignore-sigterm", "stdout-noise", "empty-line-crash"})
 
 
 def main(name: str) -> None:
@@ -44,6 +52,8 @@ def main(name: str) -> None:
     write: Callable[[bytes], Any] = sys.stdout.buffer.write
     for raw in sys.stdin.buffer:
         line = raw.rstrip(b"\r\n")
+        if name == "empty-line-crash" and not line:
+            sys.exit(1)
         answer = answer_line(line, fault.session)
         answers = [] if answer is None else [encoder.encode(answer)]
         for out in fault.exchange(line, answers):

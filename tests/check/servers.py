@@ -12,7 +12,9 @@ stdout) need a real one: :mod:`tests.check.faulty_stdio` runs the same thing ove
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -25,6 +27,9 @@ from mcpl_host.demo import Session, answer_line
 from mcpl_host.protocol.framing import LineDecoder
 from mcpl_host.transports import Transport
 from mcpl_host.transports.memory import StreamTransport
+from mcpl_host.transports.targets import StdioTarget
+
+_ROOT = Path(__file__).resolve().parents[2]
 
 _ENCODER = msgspec.json.Encoder()
 
@@ -101,6 +106,20 @@ async def run(
     async with serving(fault) as opener:
         with trio.fail_after(120):
             return await check(opener, only=only, options=CheckOptions(timeout=timeout, **options))
+
+
+async def run_stdio(
+    fault: str, *only: str, timeout: float = 5.0, exit_grace: float = 1.0
+) -> Report:
+    """Check :mod:`tests.check.faulty_stdio` with the named ``fault`` over stdio, a real
+    subprocess, judging only ``only``. The timeout covers a start on a busy machine:
+    a passing run never waits it out."""
+    target = StdioTarget.of(
+        [sys.executable, "-m", "tests.check.faulty_stdio", fault], cwd=str(_ROOT)
+    )
+    options = CheckOptions(timeout=timeout, exit_grace=exit_grace)
+    with trio.fail_after(60):
+        return await check(target, only=only, options=options)
 
 
 def verdict(report: Report, rule_id: str) -> str:
