@@ -72,6 +72,29 @@ async def test_a_cancellation_refused_at_the_http_level_is_not_an_answer() -> No
     assert found.verdict.value == "pass", found.detail
 
 
+async def test_no_cancellation_notification_is_judged_on_a_2026_07_28_http_server() -> None:
+    # 2026-07-28 basic/transports/streamable-http, "Sending Messages": "This revision of
+    # the core protocol defines no client-to-server notifications over Streamable HTTP.
+    # The only client-sent notification in the core protocol, notifications/cancelled,
+    # is used only on the stdio transport; on Streamable HTTP, closing the SSE response
+    # stream is itself the cancellation signal", and a notification the server cannot
+    # accept "MUST return an HTTP error status code (e.g., 400 Bad Request). The HTTP
+    # response body MAY comprise a JSON-RPC error response that has no id."
+    # utilities.cancellation POSTs notifications/cancelled to a 2026-07-28-only HTTP
+    # server anyway and fails it for that refusal.
+    def refuse_notifications(request: Request, reply: Reply) -> Reply:
+        body = request.body if isinstance(request.body, dict) else {}
+        if request.verb == "POST" and "method" in body and "id" not in body:
+            return Reply(400, body=error(None, -32600, "no notifications over HTTP"))
+        return reply
+
+    report = await _run_http(
+        HttpBehaviour(reply=refuse_notifications), "utilities.cancellation", legacy=False
+    )
+    found = _finding(report, "utilities.cancellation")
+    assert found.verdict.value != "fail", found.detail
+
+
 # --- pagination: the checker's own page bound is judged as the server's failure -----------
 def _one_tool_a_page(request: Any, answer: Any) -> Any:
     """tools/list served one tool a page (cursor: the index of the next tool)."""
@@ -160,3 +183,25 @@ async def test_a_call_with_many_progress_notifications_is_answered() -> None:
     )
     found = _finding(report, "content.structured-content")
     assert found.verdict.value == "pass", found.detail
+
+
+# --- content.tool-schemas: what the checker cannot compile is judged invalid -------------
+def _remote_ref(request: Any, answer: Any) -> Any:
+    if isinstance(request, dict) and request.get("method") == "tools/list":
+        tool = answer["result"]["tools"][0]
+        tool["inputSchema"] = {
+            "type": "object",
+            "properties": {"where": {"$ref": "https://example.com/schemas/place.json"}},
+        }
+    return answer
+
+
+async def test_a_schema_with_a_remote_ref_is_not_judged_invalid() -> None:
+    # server/tools#tool: inputSchema is "A JSON Schema object defining the expected
+    # parameters"; a `$ref` to another document is JSON Schema 2020-12 (Core 8.2.3.1), so
+    # the schema is valid. The checker never fetches it (client/schema.py refuses it with
+    # UnsupportedSchema), and content.py turns its own refusal into a FAIL of the MUST
+    # "not a usable JSON Schema": a rule it could not settle, which warns.
+    report = await run(rewrite(_remote_ref), "content.tool-schemas")
+    found = _finding(report, "content.tool-schemas")
+    assert found.verdict.value != "fail", found.detail
