@@ -105,7 +105,7 @@ def _one_tool_a_page(request: Any, answer: Any) -> Any:
     if not cursor.isdigit():
         return {"jsonrpc": "2.0", "id": answer["id"], "error": {"code": -32602, "message": "?"}}
     start = int(cursor)
-    result = {"tools": TOOLS[start : start + 1]}
+    result: dict[str, Any] = {"tools": TOOLS[start : start + 1]}
     if start + 1 < len(TOOLS):
         result["nextCursor"] = str(start + 1)
     return {"jsonrpc": "2.0", "id": answer["id"], "result": result}
