@@ -1,0 +1,154 @@
+"""Review rv1 of the checker's core, lifecycle, envelope and batches probes, and the demo
+server's envelope handling: each test shows one defect (it fails until it is fixed)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+
+from mcpl_host.check import Opener, check
+from mcpl_host.check.context import CheckOptions
+from mcpl_host.demo import Session, answer_line
+from mcpl_host.protocol.framing import LineDecoder
+from mcpl_host.transports import Transport
+from mcpl_host.transports.memory import StreamTransport
+
+from .servers import Fault, run, verdict
+
+pytestmark = pytest.mark.timeout(10)
+
+_ENCODER = msgspec.json.Encoder()
+
+
+# --- a concurrent server: the demo, each request handled in a task of its own --------------
+async def _serve_concurrently(stream: trio.abc.Stream, delay: Callable[[Any], float]) -> None:
+    """The demo server, except that a request ``delay(message)`` says is slow is handled
+    in a task of its own and answered that many seconds later, while the next lines are
+    served at once: a server that handles requests concurrently, as the SDKs do."""
+    session = Session()
+    decoder = LineDecoder()
+    lock = trio.Lock()
+
+    async def write(answer: Any) -> None:
+        if answer is not None:
+            async with lock:
+                await stream.send_all(_ENCODER.encode(answer) + b"\n")
+
+    async def later(line: bytes, seconds: float) -> None:
+        await trio.sleep(seconds)
+        await write(answer_line(line, session))
+
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        async with trio.open_nursery() as nursery:
+            while data := await stream.receive_some(65536):
+                for line in decoder.feed(data):
+                    if not isinstance(line, bytes | bytearray):
+                        continue
+                    try:
+                        message = msgspec.json.decode(line)
+                    except msgspec.DecodeError:
+                        message = None
+                    seconds = delay(message)
+                    if seconds:
+                        nursery.start_soon(later, bytes(line), seconds)
+                    else:
+                        await write(answer_line(bytes(line), session))
+            nursery.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
+async def _concurrent(delay: Callable[[Any], float]) -> AsyncIterator[Opener]:
+    async with trio.open_nursery() as nursery:
+
+        async def open_one() -> Transport:
+            host, peer = trio.testing.memory_stream_pair()
+            nursery.start_soon(_serve_concurrently, peer, delay)
+            return StreamTransport(host, "concurrent")
+
+        yield open_one
+        nursery.cancel_scope.cancel()
+
+
+def _slow(method: str, seconds: float) -> Callable[[Any], float]:
+    def delay(message: Any) -> float:
+        is_it = isinstance(message, dict) and message.get("method") == method
+        return seconds if is_it and "id" in message else 0.0
+
+    return delay
+
+
+async def _check(delay: Callable[[Any], float], *only: str) -> Any:
+    async with _concurrent(delay) as opener:
+        with trio.fail_after(8):
+            return await check(opener, only=only, options=CheckOptions(timeout=1.0))
+
+
+# --- 1. the fence waits only GRACE (0.25 s) for a request whose id it could wait for ------
+async def test_initialized_passes_when_tools_list_is_answered_after_the_fence() -> None:
+    # basic/lifecycle (2024-11-05 on): after initialized, "the client and server exchange
+    # messages according to the negotiated capabilities"; JSON-RPC 2.0 sets no order on
+    # responses ("The Server MAY process a batch rpc call as a set of concurrent tasks,
+    # processing them in any order"), and MCP sets no deadline but the client's timeout.
+    # A server that answers ping at once and tools/list 0.5 s later (well within the
+    # 1 s timeout) served tools/list; the probe says it did not.
+    report = await _check(_slow("tools/list", 0.5), "lifecycle.initialized")
+    finding = report.findings[0]
+    assert verdict(report, "lifecycle.initialized") == "pass", finding.detail
+
+
+async def test_unknown_method_error_after_the_fence_is_still_its_answer() -> None:
+    # basic#responses: "Responses MUST include the same ID as the request they
+    # correspond to"; nothing asks them to come before a later request's. The -32601
+    # comes 0.5 s after the request (1 s timeout), after the ping behind it.
+    report = await _check(_slow("mcpl-host-check/no-such-method", 0.5), "envelope.unknown-method")
+    finding = report.findings[0]
+    assert verdict(report, "envelope.unknown-method") == "pass", finding.detail
+
+
+# --- 2. answer() gives up after 1000 lines, holding them all -------------------------------
+class _ChattyPing(Fault):
+    """Logs 1100 notifications/message before each ping's answer (all at once)."""
+
+    def exchange(self, line: bytes, answers: list[bytes]) -> list[bytes]:
+        if b'"ping"' not in line or self.session.version is None:
+            return answers
+        log = {
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": "debug", "data": "pinged"},
+        }
+        return [_ENCODER.encode(log)] * 1100 + answers
+
+
+async def test_ping_answered_after_many_log_messages_is_answered() -> None:
+    # basic/utilities/logging: a server with the logging capability sends
+    # notifications/message at will; basic/utilities/ping: "The receiver MUST respond
+    # promptly with an empty response" -- it did, within a few ms. Wire.answer reads
+    # through received_within(limit=1000), so line 1101 is never read: "no answer".
+    with trio.fail_after(5):
+        report = await run(_ChattyPing, "lifecycle.ping-after-initialize")
+    finding = report.findings[0]
+    assert verdict(report, "lifecycle.ping-after-initialize") == "pass", finding.detail
+
+
+# --- 3. the demo server answers a notification -------------------------------------------
+def test_demo_does_not_answer_a_notification_with_positional_params() -> None:
+    # JSON-RPC 2.0 (basic#notifications points to it): "A Notification is a Request object
+    # without an "id" member ... The Server MUST NOT reply to a Notification", and
+    # "params ... MUST be a Structured value" (an Array is one: by-position). MCP
+    # basic#notifications (2025-06-18): "The receiver MUST NOT send a response." So a
+    # notification with array params is still a notification: no answer, not -32602.
+    session = Session()
+    answer_line(
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+        b'"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}',
+        session,
+    )
+    line = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":["x"]}'
+    assert answer_line(line, session) is None
