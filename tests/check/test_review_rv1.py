@@ -152,3 +152,87 @@ def test_demo_does_not_answer_a_notification_with_positional_params() -> None:
     )
     line = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":["x"]}'
     assert answer_line(line, session) is None
+
+
+# --- 4. a 2026-07-28-only server refusing initialize, as its revision says, fails ----------
+async def _serve_modern_only(stream: trio.abc.Stream) -> None:
+    from .modern_server import answer_modern  # noqa: PLC0415
+
+    decoder = LineDecoder()
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        while data := await stream.receive_some(65536):
+            for line in decoder.feed(data):
+                if not isinstance(line, bytes | bytearray):
+                    continue
+                message = msgspec.json.decode(line)
+                _, answer = answer_modern(message) if isinstance(message, dict) else (0, None)
+                if answer is not None:
+                    await stream.send_all(_ENCODER.encode(answer) + b"\n")
+
+
+async def test_a_modern_only_server_refusing_initialize_is_not_failed() -> None:
+    # 2026-07-28 basic/versioning, compatibility matrix, Legacy client / Modern server:
+    # "stdio: the server rejects `initialize` with a JSON-RPC error; the exact code is
+    # implementation-defined". So a 2026-07-28-only server that answers initialize with
+    # an error does what its revision asks: initialize-newest does not apply (as it is
+    # judged when the same server stays silent), it does not fail.
+    async with trio.open_nursery() as nursery:
+
+        async def open_one() -> Transport:
+            host, peer = trio.testing.memory_stream_pair()
+            nursery.start_soon(_serve_modern_only, peer)
+            return StreamTransport(host, "modern-only")
+
+        with trio.fail_after(8):
+            report = await check(
+                open_one,
+                only=("lifecycle.initialize-newest",),
+                options=CheckOptions(timeout=1.0),
+            )
+        nursery.cancel_scope.cancel()
+    assert report.facts is not None
+    assert report.facts.modern
+    assert report.facts.version is None
+    finding = report.findings[0]
+    assert verdict(report, "lifecycle.initialize-newest") == "n/a", finding.detail
+
+
+# --- 5. the checker never answers the server's own requests (a ping with a string id) ------
+class _PingsTheClient(Fault):
+    """After the initialized notification, pings the client (a string id) and serves
+    what comes next once the client has answered it: a server that checks its peer is
+    alive before it goes on. Nothing is dropped: the answers wait for the pong."""
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
+        self.waiting = False
+        self.held: list[bytes] = []
+
+    def exchange(self, line: bytes, answers: list[bytes]) -> list[bytes]:
+        try:
+            message = msgspec.json.decode(line)
+        except msgspec.DecodeError:
+            message = None
+        if isinstance(message, dict) and message.get("method") == "notifications/initialized":
+            self.waiting = True
+            ping = {"jsonrpc": "2.0", "id": "server-ping-1", "method": "ping"}
+            return [*answers, _ENCODER.encode(ping)]
+        if not self.waiting:
+            return answers
+        if isinstance(message, dict) and message.get("id") == "server-ping-1":
+            self.waiting = False
+            held, self.held = self.held, []
+            return held + answers
+        self.held += answers
+        return []
+
+
+async def test_a_server_that_pings_the_client_is_answered() -> None:
+    # basic/utilities/ping (2024-11-05 on): "Either party can send a ping request";
+    # "The receiver MUST respond promptly with an empty response". The checker is the
+    # receiver of the server's ping and never answers it, so a server that waits for
+    # its pong is judged as if it had stopped answering.
+    with trio.fail_after(5):
+        report = await run(_PingsTheClient, "lifecycle.ping-after-initialize")
+    finding = report.findings[0]
+    assert verdict(report, "lifecycle.ping-after-initialize") == "pass", finding.detail
