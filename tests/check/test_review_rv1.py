@@ -236,3 +236,31 @@ async def test_a_server_that_pings_the_client_is_answered() -> None:
         report = await run(_PingsTheClient, "lifecycle.ping-after-initialize")
     finding = report.findings[0]
     assert verdict(report, "lifecycle.ping-after-initialize") == "pass", finding.detail
+
+
+# --- 6. a borrowed session goes back to the pool with an answer still on its way ----------
+async def test_a_late_answer_from_one_probe_does_not_judge_the_next() -> None:
+    # basic#notifications: "The receiver MUST NOT send a response" -- this server never
+    # answers a notification. It answers the string-id ping of envelope.string-id late
+    # (0.45 s, within the 1 s timeout); the session goes back to the pool, and the next
+    # probe that borrows it reads that answer as one to its notifications. The probes
+    # are run one after the other on one Context, as a run does when they queue.
+    from mcpl_host.check.context import Context  # noqa: PLC0415
+    from mcpl_host.check.envelope import notification_unanswered, string_id  # noqa: PLC0415
+    from mcpl_host.protocol.redact import Redactor  # noqa: PLC0415
+
+    def delay(message: Any) -> float:
+        is_ping = isinstance(message, dict) and message.get("method") == "ping"
+        return 0.45 if is_ping and isinstance(message.get("id"), str) else 0.0
+
+    rules = frozenset({"envelope.string-id", "envelope.notification-unanswered"})
+    async with _concurrent(delay) as opener:
+        ctx = Context(opener, Redactor(), CheckOptions(timeout=1.0), rules)
+        with trio.fail_after(8):
+            async with trio.open_nursery() as keepers:
+                ctx.keepers = keepers
+                await string_id(ctx)
+                await notification_unanswered(ctx)
+                ctx.done.set()
+    finding = ctx.findings["envelope.notification-unanswered"]
+    assert finding.verdict.value == "pass", finding.detail
