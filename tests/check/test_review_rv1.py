@@ -19,7 +19,7 @@ from mcpl_host.protocol.framing import LineDecoder
 from mcpl_host.transports import Transport
 from mcpl_host.transports.memory import StreamTransport
 
-from .servers import Fault, run, verdict
+from .servers import Fault, rewrite, run, verdict
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -264,3 +264,48 @@ async def test_a_late_answer_from_one_probe_does_not_judge_the_next() -> None:
                 ctx.done.set()
     finding = ctx.findings["envelope.notification-unanswered"]
     assert finding.verdict.value == "pass", finding.detail
+
+
+# --- 7. initialize-newest passes any string as the revision answered --------------------
+async def test_initialize_newest_does_not_pass_a_revision_that_is_no_revision() -> None:
+    # basic/lifecycle#version-negotiation: "If the server supports the requested
+    # protocol version, it MUST respond with the same version. Otherwise, the server
+    # MUST respond with another protocol version it supports"; versioning: "The Model
+    # Context Protocol uses string-based version identifiers following the format
+    # YYYY-MM-DD". "banana" is no protocol version, and initialize-older and
+    # initialize-future warn on an unknown one; initialize-newest passes it.
+    def banana(request: Any, answer: Any) -> Any:
+        if isinstance(request, dict) and request.get("method") == "initialize":
+            answer["result"]["protocolVersion"] = "banana"
+        return answer
+
+    report = await run(rewrite(banana), "lifecycle.initialize-newest")
+    finding = report.findings[0]
+    assert verdict(report, "lifecycle.initialize-newest") != "pass", finding.detail
+
+
+# --- 8. over HTTP, a revision answered with a non-ASCII character crashes every probe -----
+async def test_a_non_ascii_revision_over_http_does_not_break_the_probes_down() -> None:
+    # Peer text reaches an HTTP header unchecked: HttpWire.headers() sends
+    # MCP-Protocol-Version: <the revision the server answered>, and httpx raises
+    # UnicodeEncodeError (not an httpx.HTTPError) in the POST's task, so the probe
+    # breaks down. A checker must judge what a broken server says (here: a revision
+    # that is none, basic/lifecycle#version-negotiation), never crash on it.
+    from mcpl_host import HttpTarget  # noqa: PLC0415
+
+    from .http_server import HttpBehaviour, ReferenceServer  # noqa: PLC0415
+
+    def accented(request: Any, answer: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(request, dict) and request.get("method") == "initialize":
+            answer["result"]["protocolVersion"] = "2025-11-25\u00e9"
+        return answer
+
+    with ReferenceServer(HttpBehaviour(change=accented)) as server:
+        with trio.fail_after(8):
+            report = await check(
+                HttpTarget(server.url),
+                only=("lifecycle.ping-after-initialize",),
+                options=CheckOptions(timeout=1.0),
+            )
+    finding = report.findings[0]
+    assert "broke down" not in finding.detail, finding.detail
