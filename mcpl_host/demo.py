@@ -314,9 +314,10 @@ def _invalid(message: Any) -> dict[str, Any] | None:
     if "id" in message and not valid_id:
         return _error(None, -32600, "Invalid Request: the id must be a string or an integer")
     params = message.get("params")
-    if params is not None and not isinstance(params, dict):
+    if params is not None and not isinstance(params, dict) and "id" in message:
         # JSON-RPC allows params by position (an array), MCP does not; anything else is
-        # not JSON-RPC at all.
+        # not JSON-RPC at all. A notification is never answered, however wrong its
+        # params (JSON-RPC 2.0: "The Server MUST NOT reply to a Notification").
         if isinstance(params, list):
             return _error(echo, -32602, "Invalid params: params must be an object")
         return _error(echo, -32600, "Invalid Request: params must be an object")

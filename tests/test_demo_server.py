@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from mcpl_host.demo import Session, handle
+from mcpl_host.demo import Session, answer_line, handle
 
 # Far above a line's real latency (milliseconds); only stops a hung test.
 READ_TIMEOUT = 5.0
@@ -448,3 +448,29 @@ def test_handle_alone_has_no_client_to_ask() -> None:
         session,
     )
     assert answer == _answer(1, _text("no client to ask", is_error=True))
+
+
+def _initialized(version: str) -> Session:
+    session = Session()
+    answer_line(
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"'
+        + version.encode()
+        + b'","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}',
+        session,
+    )
+    return session
+
+
+@pytest.mark.parametrize("params", [b'["x"]', b'"x"'])
+def test_a_notification_with_params_of_the_wrong_type_is_not_answered(params: bytes) -> None:
+    # JSON-RPC 2.0: "A Notification is a Request object without an "id" member ... The
+    # Server MUST NOT reply to a Notification"; MCP basic#notifications: "The receiver
+    # MUST NOT send a response." However wrong its params, it stays a notification.
+    line = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":' + params + b"}"
+    assert answer_line(line, _initialized("2025-06-18")) is None
+    # Inside a batch too: the array holds the ping's answer alone.
+    batch = b'[{"jsonrpc":"2.0","id":7,"method":"ping"},' + line + b"]"
+    assert answer_line(batch, _initialized("2025-03-26")) == [_answer(7, {})]
+    # A request with such params is still refused.
+    request = b'{"jsonrpc":"2.0","id":8,"method":"ping","params":' + params + b"}"
+    assert answer_line(request, _initialized("2025-06-18"))["error"]["code"] in (-32602, -32600)

@@ -137,21 +137,7 @@ async def test_ping_answered_after_many_log_messages_is_answered() -> None:
     assert verdict(report, "lifecycle.ping-after-initialize") == "pass", finding.detail
 
 
-# --- 3. the demo server answers a notification -------------------------------------------
-def test_demo_does_not_answer_a_notification_with_positional_params() -> None:
-    # JSON-RPC 2.0 (basic#notifications points to it): "A Notification is a Request object
-    # without an "id" member ... The Server MUST NOT reply to a Notification", and
-    # "params ... MUST be a Structured value" (an Array is one: by-position). MCP
-    # basic#notifications (2025-06-18): "The receiver MUST NOT send a response." So a
-    # notification with array params is still a notification: no answer, not -32602.
-    session = Session()
-    answer_line(
-        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
-        b'"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}',
-        session,
-    )
-    line = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":["x"]}'
-    assert answer_line(line, session) is None
+# --- 3. (moved: tests/test_demo_server.py, a notification with params of the wrong type)
 
 
 # --- 4. a 2026-07-28-only server refusing initialize, as its revision says, fails ----------
