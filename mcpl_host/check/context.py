@@ -155,8 +155,12 @@ class Context:
 
     def failed(self, rule_id: str, detail: str, evidence: Sequence[Line] | Wire = ()) -> None:
         """A broken MUST fails; a broken SHOULD warns (the rule's level decides)."""
-        verdict = Verdict.FAIL if RULES[rule_id].level == "MUST" else Verdict.WARN
-        self.judge(rule_id, verdict, detail, evidence)
+        self.judge(rule_id, self.failure(rule_id), detail, evidence)
+
+    @staticmethod
+    def failure(rule_id: str) -> Verdict:
+        """The verdict on ``rule_id`` broken: a fail for a MUST, a warning for a SHOULD."""
+        return Verdict.FAIL if RULES[rule_id].level == "MUST" else Verdict.WARN
 
     def not_applicable(self, rule_id: str, why: str) -> None:
         self.judge(rule_id, Verdict.NA, why)
@@ -187,7 +191,9 @@ class Context:
         """A session past the handshake, as :meth:`session` gives, but possibly one an
         earlier probe used: for the probes that only need a working session and leave
         it so. It goes back to the pool unless the server closed it, the probe raised,
-        or the probe set ``wire.broken``. Evidence taken from it starts at the borrow."""
+        the probe set ``wire.broken``, or a request sent on it is still unanswered (its
+        late answer would land in the next probe's evidence). Evidence taken from it
+        starts at the borrow."""
         if self._idle:
             wire, release = self._idle.pop()
         else:
@@ -199,7 +205,7 @@ class Context:
             yield wire
             ok = True
         finally:
-            if ok and not wire.closed and not wire.broken:
+            if ok and not wire.closed and not wire.broken and not wire.outstanding:
                 self._idle.append((wire, release))
             else:
                 release.set()

@@ -17,16 +17,12 @@ from typing import Any, Final
 
 from .context import Context
 from .fence import dead, fence_request, fenced, refusal, shown, worst
-from .rules import RULES, Line, Verdict, probe, rule
+from .rules import Line, Verdict, probe, rule
 from .wire import Wire, same_id
 
 REQUESTS: Final = "basic#requests"
 MESSAGES: Final = "basic#messages"
 LARGEST_SAFE: Final = 9007199254740991  # 2**53 - 1: the largest integer every JSON peer holds
-
-
-def _silence(rule_id: str) -> Verdict:
-    return Verdict.FAIL if RULES[rule_id].level == "MUST" else Verdict.WARN
 
 
 # --- ids echoed ---------------------------------------------------------------------------
@@ -266,7 +262,7 @@ async def _refusals(ctx: Context, cases: tuple[_Case, ...]) -> None:
                     id_=message.get("id") if readable else None,
                     result=case.result,
                     version=wire.version,
-                    silence=_silence(rule_id),
+                    silence=ctx.failure(rule_id),
                 )
                 verdicts.append(verdict)
                 details.append(detail)

@@ -5,17 +5,17 @@ A probe of what a server must not answer (a notification) or may answer without 
 (a broken envelope) cannot wait for the answer by id. It sends the message, then a ping,
 and reads until the ping's answer: whatever response came before it answered the
 message. A server that handles messages concurrently may answer the message after the
-ping, so when nothing answered it yet the fence waits a short :data:`GRACE` more. A ping
-that is never answered means the server died or hung on the message: the wire is marked
-broken.
+ping: a request whose id an answer can carry is then waited for by that id, as long as
+any answer is (the timeout), so a verdict never depends on how fast a server answers;
+what has no such id (a notification, a broken id, a batch) gets a short :data:`GRACE`
+more. A ping that is never answered means the server died or hung on the message: the
+wire is marked broken.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
-
-import trio
 
 from .rules import Line, Verdict
 from .wire import MODERN, Received, same_id
@@ -28,6 +28,7 @@ __all__ = ["GRACE", "Fenced", "dead", "fence_request", "fenced", "refusal", "sho
 
 GRACE: Final = 0.25
 _NOTHING: Final = object()  # an id no request has
+_KEPT: Final = 64  # answers (and lines that are not JSON-RPC) a fence keeps for its verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,53 +71,84 @@ def fence_request(wire: Wire) -> dict[str, Any]:
     return wire.request("ping")
 
 
-def _count(lines: list[Received], fence_id: Any) -> int:
-    """The answers among ``lines`` that are not the fence's (an array's entries each)."""
-    return sum(
-        len(r.value) if isinstance(r.value, list) else 1 for r in lines if _is_response(r, fence_id)
-    )
+def _readable_id(message: Any) -> tuple[bool, Any]:
+    """Whether ``message`` is a request whose id an answer can carry back (a string or an
+    integer), and that id."""
+    if isinstance(message, dict) and "method" in message:
+        id_ = message.get("id")
+        if isinstance(id_, str) or (isinstance(id_, int) and not isinstance(id_, bool)):
+            return True, id_
+    return False, None
 
 
 async def fenced(ctx: Context, wire: Wire, message: Any, *, want: int = 1) -> Fenced:
-    """Send ``message`` (a JSON value, or bytes as they are), then the fence; past the
-    fence's answer, wait the grace for ``want`` answers (a batch's entries) at most."""
+    """Send ``message`` (a JSON value, or bytes as they are), then the fence. Past the
+    fence's answer, a request with a readable id still unanswered is waited for as long
+    as any answer is (the timeout): a concurrent server may answer it after the ping.
+    Else the grace is waited for ``want`` answers (a batch's entries) at most."""
     mark = wire.mark()
-    posts: list[Any] = getattr(wire, "posts", [])  # an HttpWire's; httpx stays unimported
-    posted = len(posts)
+    posted = len(wire.posts)
     await wire.send(message)
-    if hasattr(wire, "posts"):
-        # Over HTTP each line is a POST of its own, in flight side by side: the fence
-        # goes once the server has begun answering the message, so that it is behind it.
-        with trio.move_on_after(ctx.timeout):
-            while len(posts) == posted:
-                await trio.sleep(0.005)
+    # Over HTTP each line is a POST of its own, in flight side by side: the fence goes
+    # once the server has begun answering the message, so that it is behind it.
+    await wire.posted(posted + 1, ctx.timeout)
     fence = fence_request(wire)
     await wire.send(fence)
     fence_id = fence["id"]
-    # The HTTP wire stops a wait early only for the request named here: the fence
-    # (a broken message's POST ending without an answer is no reason to stop).
+    readable, id_ = _readable_id(message)
+    responses: list[Received] = []
+    noise: list[Received] = []
+    count = 0  # the answers read that are not the fence's (an array's entries each)
+    answered = False  # the message's own id came back
+
+    def take(line: Received) -> None:
+        # What the verdicts need is kept (bounded); the transcript has every line.
+        nonlocal count, answered
+        if not line.is_json_rpc:
+            if len(noise) < _KEPT:
+                noise.append(line)
+        elif _is_response(line, fence_id):
+            count += len(line.value) if isinstance(line.value, list) else 1
+            answered = answered or (readable and _is_answer_to(line, id_))
+            if len(responses) < _KEPT:
+                responses.append(line)
+
+    def fence_answered(line: Received) -> bool:
+        if _is_answer_to(line, fence_id):
+            return True
+        take(line)
+        return False
+
+    def enough(line: Received) -> bool:
+        take(line)
+        return count >= want or answered
+
+    def more(line: Received) -> bool:
+        take(line)
+        return count >= want
+
+    # The HTTP wire stops a wait early only for the request named here (a broken
+    # message's POST ending without an answer is no reason to stop waiting the fence).
     wire.awaiting = fence_id
     try:
-        lines = await wire.received_within(ctx.timeout, until=lambda r: _is_answer_to(r, fence_id))
-        alive = bool(lines) and _is_answer_to(lines[-1], fence_id)
-        if alive and _count(lines, fence_id) < want:
-            more: list[Received] = []
-
-            def enough(line: Received) -> bool:
-                more.append(line)
-                return _count(lines + more, fence_id) >= want
-
+        alive = await wire.read_until(ctx.timeout, fence_answered)
+        pending = any(same_id(i, id_) for i in wire.outstanding)
+        waited_out = False
+        if alive and readable and pending and count < want:
+            wire.awaiting = id_
+            waited_out = not await wire.read_until(ctx.timeout, enough)
+        if alive and count < want and not waited_out:
             wire.awaiting = _NOTHING
-            lines += await wire.received_within(GRACE, until=enough)
+            await wire.read_until(GRACE, more)
     finally:
         wire.awaiting = None
     if not alive:
         wire.broken = True
         wire.note("·", f"no answer to the ping within {ctx.timeout:g} s")
-    http_error = next((p.status for p in posts[posted:] if p.status >= 400), None)
+    http_error = next((p.status for p in wire.posts[posted:] if p.status >= 400), None)
     return Fenced(
-        responses=tuple(r for r in lines if r.is_json_rpc and _is_response(r, fence_id)),
-        noise=() if http_error else tuple(r for r in lines if not r.is_json_rpc),
+        responses=tuple(responses),
+        noise=() if http_error else tuple(noise),
         alive=alive,
         closed=wire.closed,
         evidence=wire.since(mark),
@@ -124,20 +156,25 @@ async def fenced(ctx: Context, wire: Wire, message: Any, *, want: int = 1) -> Fe
     )
 
 
+def _broken(out: Fenced, what: str) -> str | None:
+    """Why ``out`` fails whatever was due (the server died or hung on ``what``, or wrote
+    a line that is not JSON-RPC); None if it did neither."""
+    if not out.alive:
+        how = "closed the connection" if out.closed else "stopped answering"
+        return f"the server {how} after {what}"
+    if out.noise:
+        return f"answered {what} with a line that is not JSON-RPC"
+    return None
+
+
 def dead(ctx: Context, rule_id: str, out: Fenced, what: str) -> bool:
     """Fail ``rule_id`` (whatever its level: a server must survive what it is sent) if
     the server died or hung on ``what``, or wrote a line that is not JSON-RPC; True if
     it did."""
-    if not out.alive:
-        how = "closed the connection" if out.closed else "stopped answering"
-        ctx.judge(rule_id, Verdict.FAIL, f"the server {how} after {what}", out.evidence)
-        return True
-    if out.noise:
-        ctx.judge(
-            rule_id, Verdict.FAIL, f"answered {what} with a line that is not JSON-RPC", out.evidence
-        )
-        return True
-    return False
+    problem = _broken(out, what)
+    if problem is not None:
+        ctx.judge(rule_id, Verdict.FAIL, problem, out.evidence)
+    return problem is not None
 
 
 def shown(value: Any) -> str:
@@ -165,11 +202,9 @@ def refusal(
     from 2025-11-25 on, as ``version`` tells). A crash, a line that is not JSON-RPC or two
     answers fail; silence is judged ``silence``, a result ``result``; another code or id
     warns."""
-    if not out.alive:
-        how = "closed the connection" if out.closed else "stopped answering"
-        return Verdict.FAIL, f"the server {how} after {what}"
-    if out.noise:
-        return Verdict.FAIL, f"answered {what} with a line that is not JSON-RPC"
+    problem = _broken(out, what)
+    if problem is not None:
+        return Verdict.FAIL, problem
     if not out.responses and out.http_error is not None:
         return Verdict.PASS, f"refused {what} with HTTP {out.http_error}"
     if not out.responses:

@@ -26,10 +26,11 @@ import httpx
 import msgspec
 import trio
 
+from ..protocol.profiles import KNOWN_REVISIONS
 from ..protocol.redact import Redactor
 from ..protocol.sse import SseDecoder, SseEvent
 from ..transports.targets import HttpTarget
-from .wire import MAX_LINE_BYTES, MODERN, UNANSWERED, Wire, same_id
+from .wire import MAX_LINE_BYTES, MODERN, UNANSWERED, Wire, request_ids, same_id
 
 __all__ = ["Exchange", "HttpWire", "Posted"]
 
@@ -80,6 +81,8 @@ class HttpWire(Wire):
     is open for the HTTP probes' own requests; ``session_id`` is what the server handed
     out, ``posts`` every POST's outcome in the order they completed."""
 
+    is_http = True
+
     def __init__(
         self,
         target: HttpTarget,
@@ -92,8 +95,8 @@ class HttpWire(Wire):
         self.url = target.url
         self.client = client
         self.session_id: str | None = None
-        self.posts: list[Posted] = []
         self._nursery = nursery
+        self._new_post = trio.Event()  # set (and replaced) as each POST begins answering
         self._send_lines, self._lines = trio.open_memory_channel[bytes | _Ended](_QUEUE)
         self._open_posts = 0
 
@@ -104,7 +107,9 @@ class HttpWire(Wire):
             headers["Content-Type"] = "application/json"
         if self.session_id is not None:
             headers["Mcp-Session-Id"] = self.session_id
-        if self.version is not None and self.version >= "2025-06-18":
+        # Only a revision the checker knows: what the server answered may be anything,
+        # and made-up text in a header would break the request, not judge the server.
+        if self.version in KNOWN_REVISIONS and self.version >= "2025-06-18":
             headers["MCP-Protocol-Version"] = self.version
         if self.version == MODERN and line is not None:
             headers.update(_modern_headers(line))
@@ -165,7 +170,7 @@ class HttpWire(Wire):
                         await self._read_events(r, events, until)
                     else:
                         await self._read_body(r, posted, deliver)
-            except httpx.HTTPError as exc:
+            except (httpx.HTTPError, ValueError, UnicodeError) as exc:  # as in _post
                 self.note("·", f"{verb} failed: {exc.__class__.__name__}")
                 return None
         if posted is None:
@@ -203,12 +208,16 @@ class HttpWire(Wire):
             async with self.client.stream("POST", self.url, content=line, headers=headers) as r:
                 posted = Posted(r.status_code, r.headers)
                 self.posts.append(posted)
+                self._new_post.set()
+                self._new_post = trio.Event()
                 self._note_status("POST", posted)
                 session = r.headers.get("mcp-session-id")
                 if session is not None and self.session_id is None:
                     self.session_id = session
                 await self._read_body(r, posted, self._send_lines.send)
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, ValueError, UnicodeError) as exc:
+            # ValueError, UnicodeError: a header httpx cannot send (text of the server's
+            # own, say) fails this request, not the probe.
             self.note("·", f"POST failed: {exc.__class__.__name__}")
         finally:
             self._open_posts -= 1
@@ -253,11 +262,17 @@ class HttpWire(Wire):
             while self._open_posts:
                 await trio.sleep(0.01)
 
+    async def posted(self, count: int, timeout: float) -> None:
+        with trio.move_on_after(timeout):
+            while len(self.posts) < count:
+                await self._new_post.wait()
+
     async def _read(self) -> Any:
         while True:
             item = await self._lines.receive()
             if not isinstance(item, _Ended):
                 return item
+            self.forget(item.ids)  # the POST ended: no answer to them can come any more
             if any(same_id(self.awaiting, i) for i in item.ids):
                 return UNANSWERED
 
@@ -287,11 +302,9 @@ def _answered(ids: list[Any], events: list[SseEvent]) -> bool:
 def _request_ids(line: bytes) -> list[Any]:
     """The ids of the requests ``line`` holds (a message or a batch)."""
     try:
-        value = msgspec.json.decode(line)
+        return request_ids(msgspec.json.decode(line))
     except msgspec.DecodeError:
         return []
-    messages = value if isinstance(value, list) else [value]
-    return [m["id"] for m in messages if isinstance(m, dict) and "id" in m and "method" in m]
 
 
 def _modern_headers(line: bytes) -> dict[str, str]:

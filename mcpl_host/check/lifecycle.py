@@ -22,6 +22,28 @@ INITIALIZE_NEWEST = rule(
 )
 
 
+_NO_HANDSHAKE: Final = "a 2026-07-28 server without initialize"
+_NO_PING: Final = "no handshake: 2026-07-28 has no ping"
+
+
+async def _without_handshake(ctx: Context, rule_id: str, why: str = _NO_HANDSHAKE) -> bool:
+    """Judge ``rule_id`` not applicable (True) when the server completed no handshake."""
+    if (await ctx.facts()).version is None:
+        ctx.not_applicable(rule_id, why)
+        return True
+    return False
+
+
+def _error_shown(answer: dict[str, Any]) -> str:
+    """An error answer's code and message, for a detail (the Context makes them safe)."""
+    error = answer.get("error")
+    if not isinstance(error, dict):
+        return "an error"
+    message = error.get("message")
+    shown = f" ({message})" if isinstance(message, str) else ""
+    return f"error {error.get('code')}{shown}"
+
+
 def _result_problem(answer: dict[str, Any] | None) -> str | None:
     """Why ``answer`` is not a well-formed InitializeResult (None: it is)."""
     if answer is None:
@@ -47,6 +69,12 @@ def _result_problem(answer: dict[str, Any] | None) -> str | None:
 
 @probe(INITIALIZE_NEWEST)
 async def initialize_newest(ctx: Context) -> None:
+    facts = await ctx.facts()
+    if facts.modern and facts.version is None:
+        # 2026-07-28 basic/versioning, Legacy client / Modern server: "the server rejects
+        # `initialize` with a JSON-RPC error"; silence is as good an answer to it.
+        ctx.not_applicable(INITIALIZE_NEWEST, _NO_HANDSHAKE)
+        return
     newest = HANDSHAKE_REVISIONS[0]
     async with ctx.connect() as wire:
         answer = await ctx.initialize(wire, newest)
@@ -54,9 +82,13 @@ async def initialize_newest(ctx: Context) -> None:
         if problem is None:
             assert answer is not None
             chosen = answer["result"]["protocolVersion"]
-            ctx.passed(INITIALIZE_NEWEST, f"offered {newest}, answered {chosen}", wire)
-        elif answer is None and (await ctx.facts()).modern:
-            ctx.not_applicable(INITIALIZE_NEWEST, "a 2026-07-28 server without initialize")
+            detail = f"offered {newest}, answered {chosen}"
+            if chosen in KNOWN_REVISIONS:
+                ctx.passed(INITIALIZE_NEWEST, detail, wire)
+            else:
+                ctx.judge(
+                    INITIALIZE_NEWEST, Verdict.WARN, f"{detail}: unknown to the checker", wire
+                )
         else:
             ctx.failed(INITIALIZE_NEWEST, f"offered {newest}: {problem}", wire)
 
@@ -71,8 +103,7 @@ PING_AFTER_INITIALIZE = rule(
 
 @probe(PING_AFTER_INITIALIZE)
 async def ping_after_initialize(ctx: Context) -> None:
-    if (await ctx.facts()).version is None:
-        ctx.not_applicable(PING_AFTER_INITIALIZE, "no handshake: 2026-07-28 has no ping")
+    if await _without_handshake(ctx, PING_AFTER_INITIALIZE, _NO_PING):
         return
     async with ctx.borrow() as wire:
         answer = await wire.call("ping", timeout=ctx.timeout)
@@ -112,14 +143,17 @@ async def _offer(ctx: Context, version: str) -> tuple[str | None, str, tuple[Lin
             chosen: str = answer["result"]["protocolVersion"]
             return chosen, f"offered {version}, answered {chosen}", wire.since()
         if answer is not None and "error" in answer:
-            problem = "answered with an error"
+            # basic/lifecycle#version-negotiation: a server that does not support the
+            # revision offered "MUST respond with another protocol version it supports".
+            # The -32602 "Unsupported protocol version" of the page's Error Handling
+            # answers "1.0.0", no revision at all (docs/check.md, the choices).
+            problem = f"answered with {_error_shown(answer)}, not another revision it supports"
         return None, f"offered {version}: {problem}", wire.since()
 
 
 @probe(INITIALIZE_OLDER)
 async def initialize_older(ctx: Context) -> None:
-    if (await ctx.facts()).version is None:
-        ctx.not_applicable(INITIALIZE_OLDER, "a 2026-07-28 server without initialize")
+    if await _without_handshake(ctx, INITIALIZE_OLDER):
         return
     # The newest the run offers is the baseline's (initialize-newest); these are the rest.
     older = [v for v in HANDSHAKE_REVISIONS if v in ctx.options.versions][1:]
@@ -154,8 +188,7 @@ async def initialize_older(ctx: Context) -> None:
 
 @probe(INITIALIZE_FUTURE)
 async def initialize_future(ctx: Context) -> None:
-    if (await ctx.facts()).version is None:
-        ctx.not_applicable(INITIALIZE_FUTURE, "a 2026-07-28 server without initialize")
+    if await _without_handshake(ctx, INITIALIZE_FUTURE):
         return
     chosen, detail, evidence = await _offer(ctx, FUTURE)
     if chosen is None:
@@ -198,14 +231,12 @@ _SESSION_REQUIRED: Final = (
 def _session_required(wire: Wire) -> bool:
     """Whether an HTTP server refused the request with 400 (basic/transports#session-
     management: it requires a session, which only initialize opens)."""
-    posts: list[Any] = getattr(wire, "posts", [])  # an HttpWire's; httpx stays unimported
-    return bool(posts) and posts[0].status == 400
+    return bool(wire.posts) and wire.posts[0].status == 400
 
 
 @probe(PING_BEFORE_INITIALIZE)
 async def ping_before_initialize(ctx: Context) -> None:
-    if (await ctx.facts()).version is None:
-        ctx.not_applicable(PING_BEFORE_INITIALIZE, "no handshake: 2026-07-28 has no ping")
+    if await _without_handshake(ctx, PING_BEFORE_INITIALIZE, _NO_PING):
         return
     async with ctx.connect() as wire:
         answer = await wire.call("ping", timeout=ctx.timeout)
@@ -225,8 +256,7 @@ async def request_before_initialize(ctx: Context) -> None:
     # server has responded to the initialize request") and says "the initialization phase
     # MUST be the first interaction"; JSON-RPC 2.0 says a request MUST get a response.
     # So an answer is due (MUST), an error is right, and serving it only warns.
-    if (await ctx.facts()).version is None:
-        ctx.not_applicable(REQUEST_BEFORE_INITIALIZE, "a 2026-07-28 server without initialize")
+    if await _without_handshake(ctx, REQUEST_BEFORE_INITIALIZE):
         return
     async with ctx.connect() as wire:
         answer = await wire.call("tools/list", {}, timeout=ctx.timeout)
@@ -248,10 +278,9 @@ async def request_before_initialize(ctx: Context) -> None:
 
 @probe(INITIALIZED)
 async def initialized(ctx: Context) -> None:
-    facts = await ctx.facts()
-    if facts.version is None:
-        ctx.not_applicable(INITIALIZED, "a 2026-07-28 server without initialize")
+    if await _without_handshake(ctx, INITIALIZED):
         return
+    facts = await ctx.facts()
     async with ctx.session() as wire:
         # The session sent initialized; what answered it comes before the fence's answer.
         method = "tools/list" if "tools" in facts.capabilities else "ping"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -60,36 +61,38 @@ async def _exits(ctx: Context, wire: Wire) -> tuple[bool, str]:
     return True, f"exited ({how}) after {took:.2f} s"
 
 
-@probe(STDIN_EOF)
-async def stdin_eof(ctx: Context) -> None:
-    if not _stdio(ctx, STDIN_EOF):
+async def _ends_after(
+    ctx: Context, rule_id: str, what: str, action: Callable[[StreamWire], Awaitable[None]]
+) -> None:
+    """In a fresh session, do ``action`` to the server (``what`` names it) and judge
+    ``rule_id`` by whether its process exits within the exit grace."""
+    if not _stdio(ctx, rule_id):
         return
     async with ctx.session() as wire:
         assert isinstance(wire, StreamWire)
-        await wire.close_input()
+        await action(wire)
         exited, detail = await _exits(ctx, wire)
         if exited:
-            ctx.passed(STDIN_EOF, f"stdin closed: {detail}", wire)
+            ctx.passed(rule_id, f"{what}: {detail}", wire)
         else:
-            ctx.failed(STDIN_EOF, f"stdin closed: {detail}", wire)
+            ctx.failed(rule_id, f"{what}: {detail}", wire)
+
+
+@probe(STDIN_EOF)
+async def stdin_eof(ctx: Context) -> None:
+    await _ends_after(ctx, STDIN_EOF, "stdin closed", StreamWire.close_input)
 
 
 @probe(SIGTERM)
 async def sigterm(ctx: Context) -> None:
-    if not _stdio(ctx, SIGTERM):
-        return
-    async with ctx.session() as wire:
-        assert isinstance(wire, StreamWire)
+    async def terminate(wire: StreamWire) -> None:
         assert wire.process is not None
         # The process alone, not its group: the rule is about the server itself (a
         # wrapper such as npx that forwards nothing is what the rule should show).
         wire.note("·", "sent SIGTERM to the server's process")
         wire.process.send_signal(signal.SIGTERM)
-        exited, detail = await _exits(ctx, wire)
-        if exited:
-            ctx.passed(SIGTERM, f"SIGTERM: {detail}", wire)
-        else:
-            ctx.failed(SIGTERM, f"SIGTERM: {detail}", wire)
+
+    await _ends_after(ctx, SIGTERM, "SIGTERM", terminate)
 
 
 @probe(STDOUT_JSON_RPC)

@@ -56,7 +56,7 @@ class Report:
         return {
             "name": self._text(info.get("name")),
             "version": self._text(info.get("version")),
-            "revision": facts.version,
+            "revision": self._text(facts.version, 64),
             "modern": facts.modern,
         }
 
@@ -87,7 +87,7 @@ class Report:
             ],
         }
 
-    def _text(self, value: object) -> str | None:
+    def _text(self, value: object, limit: int = 128) -> str | None:
         # Server-given names reach a terminal: masked, then escaped and cut (a secret cut
         # first could no longer be found whole), like every peer text.
-        return self.redactor.log_value(value, 128) if isinstance(value, str) else None
+        return self.redactor.log_value(value, limit) if isinstance(value, str) else None

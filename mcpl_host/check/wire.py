@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import msgspec
 import trio
@@ -40,6 +41,7 @@ __all__ = [
     "Received",
     "StreamWire",
     "Wire",
+    "request_ids",
     "same_id",
 ]
 
@@ -98,8 +100,15 @@ class Wire:
 
     ``version`` is the revision the connection speaks once a probe set it (``initialize``
     answered, or a 2026-07-28 probe): :meth:`call` adds the ``_meta`` 2026-07-28 requires
-    when it is that revision.
+    when it is that revision. ``outstanding`` holds the ids of the requests sent and not
+    yet answered.
+
+    The server's own requests are answered as they are read (:meth:`receive`): ``ping``
+    with an empty result ("The receiver MUST respond promptly", basic/utilities/ping),
+    anything else with -32601, since the checker declares no client capability.
     """
+
+    is_http: ClassVar[bool] = False
 
     def __init__(self, redactor: Redactor) -> None:
         self.redactor = redactor
@@ -109,6 +118,10 @@ class Wire:
         self.start = 0  # where this wire's evidence starts (a borrowed one's: the borrow)
         self.awaiting: Any = None  # the id :meth:`answer` waits for
         self.received = 0  # lines received
+        self.outstanding: list[Any] = []  # ids of requests sent and not yet answered
+        # Over HTTP: each POST's outcome (an httpwire.Posted), in the order they completed;
+        # empty on a byte stream.
+        self.posts: list[Any] = []
         self._ids = itertools.count(1)
         self._transcript: deque[Line] = deque(maxlen=TRANSCRIPT_LINES)
         self._count = 0  # lines ever added to the transcript
@@ -129,6 +142,11 @@ class Wire:
         """Wait (at most ``timeout``) until what was sent has reached the server: a no-op
         on a byte stream, which keeps order; on HTTP, until every POST is answered."""
         del timeout
+
+    async def posted(self, count: int, timeout: float) -> None:
+        """Wait (at most ``timeout``) until ``count`` POSTs have begun answering: a no-op
+        on a byte stream, where each line is not a request of its own."""
+        del count, timeout
 
     # --- the transcript ---------------------------------------------------------------
     def note(self, direction: str, text: str) -> None:
@@ -158,6 +176,13 @@ class Wire:
         one), anything else as its JSON on one line."""
         data = message if isinstance(message, bytes) else _ENCODER.encode(message)
         self.note("→", data.rstrip(b"\n").decode("utf-8", "replace"))
+        value = message
+        if isinstance(message, bytes):
+            try:
+                value = _DECODER.decode(message)
+            except msgspec.DecodeError:
+                value = None
+        self.outstanding += request_ids(value)
         await self._write(data if data.endswith(b"\n") else data + b"\n")
 
     async def receive(self, timeout: float) -> Received | None:
@@ -178,23 +203,68 @@ class Wire:
                 value = _DECODER.decode(raw)
             except msgspec.DecodeError:
                 value = NOT_JSON
+            self._answered(value)
+            await self._serve(value)
             return Received(raw, value)
         return None
+
+    def _answered(self, value: Any) -> None:
+        """Take the ids ``value`` answers (a response, or a batch's array of them) off
+        :attr:`outstanding`."""
+        for message in value if isinstance(value, list) else [value]:
+            if isinstance(message, dict) and "method" not in message and "id" in message:
+                self.forget([message["id"]])
+
+    def forget(self, ids: list[Any]) -> None:
+        """Take ``ids`` off :attr:`outstanding`: answered, or known never to be."""
+        for id_ in ids:
+            self.outstanding = [i for i in self.outstanding if not same_id(i, id_)]
+
+    async def _serve(self, value: Any) -> None:
+        """Answer the server's own request (``ping``: an empty result; anything else:
+        -32601, the checker offering no client feature); notifications need nothing."""
+        if not isinstance(value, dict) or not isinstance(value.get("method"), str):
+            return
+        id_ = value.get("id")
+        if not (isinstance(id_, str) or (isinstance(id_, int) and not isinstance(id_, bool))):
+            return
+        answer: dict[str, Any] = {"jsonrpc": "2.0", "id": id_}
+        if value["method"] == "ping":
+            answer["result"] = {}
+        else:
+            answer["error"] = {"code": -32601, "message": "Method not found"}
+        await self.send(answer)
+
+    async def read_until(self, timeout: float, until: Callable[[Received], bool]) -> bool:
+        """Read lines within ``timeout`` until ``until(line)`` is true (True) or the time,
+        the stream or an HTTP exchange ends (False). Nothing is kept here: ``until`` keeps
+        what it needs, the transcript bounds the rest, so any number of lines is read."""
+        with trio.move_on_after(timeout):
+            while True:
+                line = await self.receive(timeout)
+                if line is None:
+                    return False
+                if until(line):
+                    return True
+        return False
 
     async def answer(self, id_: Any, timeout: float) -> dict[str, Any] | None:
         """Read until the response whose id is ``id_`` (type and value) arrives, within
         ``timeout``; None if it never does. Other lines are read past (they stay in the
-        transcript); :meth:`received_within` keeps them."""
+        transcript only)."""
+        found: list[dict[str, Any]] = []
+
+        def match(line: Received) -> bool:
+            if _answers(line, id_):
+                found.append(line.value)
+            return bool(found)
+
         self.awaiting = id_
         try:
-            found = await self.received_within(timeout, until=lambda r: _answers(r, id_))
+            await self.read_until(timeout, match)
         finally:
             self.awaiting = None
-        last = found[-1] if found else None
-        if last is not None and _answers(last, id_):
-            value: dict[str, Any] = last.value
-            return value
-        return None
+        return found[0] if found else None
 
     async def received_within(
         self, timeout: float, until: Any = None, limit: int = 1000
@@ -240,6 +310,12 @@ class Wire:
         if params is not None:
             message["params"] = params
         await self.send(message)
+
+
+def request_ids(value: Any) -> list[Any]:
+    """The ids of the requests ``value`` holds (a message, or a batch's entries)."""
+    messages = value if isinstance(value, list) else [value]
+    return [m["id"] for m in messages if isinstance(m, dict) and "id" in m and "method" in m]
 
 
 def _answers(line: Received, id_: Any) -> bool:

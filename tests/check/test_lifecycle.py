@@ -89,9 +89,12 @@ async def test_an_older_revision_refused_fails() -> None:
     fault = _initialize_offering(lambda v: v == "2025-03-26", refuse)
     report = await run(fault, "lifecycle.initialize-older")
     assert verdict(report, "lifecycle.initialize-older") == "fail"
-    assert "offered 2025-03-26: answered with an error" in _detail(
-        report, "lifecycle.initialize-older"
-    )
+    # The page's own -32602 example answers "1.0.0", no revision: an older revision
+    # the server does not support "MUST" be answered with another it supports.
+    assert (
+        "offered 2025-03-26: answered with error -32602 (Unsupported protocol version), "
+        "not another revision it supports"
+    ) in _detail(report, "lifecycle.initialize-older")
 
     # An older revision answered with the server's own: allowed.
     def own(_request: Any, answer: Any) -> Any:
@@ -120,6 +123,20 @@ async def test_a_future_revision_echoed_or_refused_fails() -> None:
     silent = _initialize_offering(lambda v: v == "2999-12-31", lambda _r, _a: None)
     report = await run(silent, "lifecycle.initialize-future")
     assert verdict(report, "lifecycle.initialize-future") == "fail"
+
+    # The page's -32602 "Unsupported protocol version" is its example for "1.0.0", which
+    # is no revision; a well-formed one is negotiated: answered with a revision.
+    def refuse(request: Any, _answer: Any) -> Any:
+        error = {"code": -32602, "message": "Unsupported protocol version"}
+        return {"jsonrpc": "2.0", "id": request["id"], "error": error}
+
+    report = await run(
+        _initialize_offering(lambda v: v == "2999-12-31", refuse), "lifecycle.initialize-future"
+    )
+    assert verdict(report, "lifecycle.initialize-future") == "fail"
+    assert "answered with error -32602 (Unsupported protocol version), not another" in _detail(
+        report, "lifecycle.initialize-future"
+    )
 
 
 class _BeforeInitialize(Fault):
