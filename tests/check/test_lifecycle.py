@@ -218,7 +218,7 @@ async def test_the_stdio_process_rules() -> None:
     assert "killed by signal 15" in _detail(reports["none"], term)
     # SHOULDs: a server that keeps running warns, and the evidence says so.
     assert verdict(reports["linger"], eof) == "warn"
-    assert reports["linger"].findings[0].evidence[-1].text == "still running after 0.5 s"
+    assert reports["linger"].findings[0].evidence[-1].text == "still running after 2 s"
     assert verdict(reports["ignore-sigterm"], term) == "warn"
     assert verdict(reports["stdout-noise"], stdout) == "fail"
     evidence = reports["stdout-noise"].findings[0].evidence
