@@ -343,11 +343,9 @@ def _unreachable(wires: list[Wire]) -> None:
     (:class:`AuthorizationRequired`), no HTTP answer at all, or a stream that ended
     without a line (:class:`TransportError`). A server that says anything, however
     wrong, or stays silent with the connection open, is checked."""
-    from .httpwire import HttpWire  # noqa: PLC0415 - httpx only for HTTP targets
-
-    if any(wire.received for wire in wires if not isinstance(wire, HttpWire)):
+    if any(wire.received for wire in wires if not wire.is_http):
         return
-    statuses = {post.status for wire in wires if isinstance(wire, HttpWire) for post in wire.posts}
+    statuses = {post.status for wire in wires for post in wire.posts}
     if statuses and statuses <= {401, 403}:
         status = min(statuses)
         raise AuthorizationRequired(
@@ -355,7 +353,7 @@ def _unreachable(wires: list[Wire]) -> None:
         )
     if any(wire.received for wire in wires) or statuses:
         return
-    if all(isinstance(wire, HttpWire) for wire in wires):
+    if all(wire.is_http for wire in wires):
         raise TransportError("the server gave no HTTP answer", reason="connect-failed")
     if all(wire.closed for wire in wires):
         raise TransportError("the server ended without a word", reason="eof")

@@ -8,10 +8,11 @@ import msgspec
 import trio
 
 from mcpl_host.check import Report, Verdict
+from mcpl_host.check.context import CheckOptions
 from mcpl_host.check.fence import Fenced, refusal
 from mcpl_host.check.wire import Received
 
-from .servers import Fault, rewrite, run, run_stdio, verdict
+from .servers import Fault, rewrite, run, run_stdio, serving, verdict
 
 LARGEST_SAFE = 9007199254740991
 
@@ -261,3 +262,23 @@ def test_how_a_refusal_is_judged() -> None:
     )
     assert refusal(_fenced(), what, codes=(-32600,), silence=Verdict.WARN)[0] == Verdict.WARN
     assert refusal(_fenced(["x"]), what, codes=(-32600,))[0] == Verdict.FAIL
+
+
+async def test_a_session_with_a_request_unanswered_is_not_shared() -> None:
+    # The unanswered request's answer would come in the next borrower's evidence.
+    from mcpl_host.check.context import Context  # noqa: PLC0415
+    from mcpl_host.protocol.redact import Redactor  # noqa: PLC0415
+
+    async with serving() as opener:
+        ctx = Context(opener, Redactor(), CheckOptions(timeout=5.0), frozenset())
+        with trio.fail_after(20):
+            async with trio.open_nursery() as keepers:
+                ctx.keepers = keepers
+                async with ctx.borrow() as first:
+                    assert await first.call("ping", timeout=5.0) is not None
+                async with ctx.borrow() as again:
+                    assert again is first  # all answered: shared
+                    await again.send(again.request("ping"))  # its answer left unread
+                async with ctx.borrow() as other:
+                    assert other is not first
+                ctx.done.set()

@@ -8,6 +8,7 @@ import msgspec
 import trio
 
 from mcpl_host.check import Report
+from mcpl_host.check.context import Facts
 
 from .servers import Fault, rewrite, run, run_stdio, verdict
 
@@ -244,3 +245,39 @@ async def test_answers_of_the_wrong_shape_get_a_verdict() -> None:
     assert _detail(report, "lifecycle.initialize-future") == (
         "offered 2999-12-31: the result is not an object"
     )
+
+
+class _AsksTheClient(Fault):
+    """Sends a request of its own (``roots/list``, which the checker did not declare)
+    before it answers a ping."""
+
+    def exchange(self, line: bytes, answers: list[bytes]) -> list[bytes]:
+        if b'"ping"' not in line or self.session.version is None:
+            return answers
+        ask = {"jsonrpc": "2.0", "id": "srv-1", "method": "roots/list"}
+        return [msgspec.json.encode(ask), *answers]
+
+
+async def test_the_servers_own_request_is_answered_method_not_found() -> None:
+    # JSON-RPC 2.0: a request MUST be answered; the checker declares no client
+    # capability, so roots/list is a method it does not have: -32601, with the id.
+    report = await run(_AsksTheClient, "lifecycle.ping-after-initialize")
+    assert verdict(report, "lifecycle.ping-after-initialize") == "pass"
+    sent = [
+        msgspec.json.decode(line.text)
+        for line in report.findings[0].evidence
+        if line.direction == "→" and "srv-1" in line.text
+    ]
+    assert sent == [
+        {"jsonrpc": "2.0", "id": "srv-1", "error": {"code": -32601, "message": "Method not found"}}
+    ]
+
+
+def test_the_revision_the_server_answered_is_escaped_and_cut_in_the_report() -> None:
+    # The revision is the server's text, like its name: it reaches a terminal and the
+    # JSON report escaped and cut.
+    facts = Facts(version="2025-11-25\x1b[2J" + "9" * 200, initialize={"capabilities": {}})
+    revision = Report("stdio:x", facts, ()).server()["revision"]
+    assert isinstance(revision, str)
+    assert "\x1b" not in revision
+    assert len(revision) <= 64
