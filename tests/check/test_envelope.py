@@ -282,3 +282,21 @@ async def test_a_session_with_a_request_unanswered_is_not_shared() -> None:
                 async with ctx.borrow() as other:
                     assert other is not first
                 ctx.done.set()
+
+
+class _ChattyPing(Fault):
+    """Logs 1100 notifications/message before each ping's answer (all at once)."""
+
+    def exchange(self, line: bytes, answers: list[bytes]) -> list[bytes]:
+        if b'"ping"' not in line or self.session.version is None:
+            return answers
+        log = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "debug"}}
+        return [msgspec.json.encode(log)] * 1100 + answers
+
+
+async def test_the_fence_reads_past_any_number_of_notifications() -> None:
+    # A server with logging sends notifications/message at will: the fence's answer
+    # behind 1100 of them is still its answer.
+    with trio.fail_after(10):
+        report = await run(_ChattyPing, "envelope.notification-unanswered")
+    assert verdict(report, "envelope.notification-unanswered") == "pass"
