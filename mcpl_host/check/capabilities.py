@@ -24,6 +24,8 @@ UNDECLARED = rule(
     section="basic/lifecycle#capability-negotiation",
     level="SHOULD",
 )
+# The revision that added the completions capability ("Added completions capability").
+_COMPLETIONS_SINCE: Final = "2025-03-26"
 # A harmless request per capability: nothing is written, the level set is this fresh
 # session's own. completion/complete names a prompt no server has, so a server that
 # serves the method answers -32602 (or an empty completion): either is "served".
@@ -86,6 +88,9 @@ async def capabilities_agree(ctx: Context) -> None:
         for capability, requests in _PROBES.items():
             if capability == "logging" and wire.version == MODERN:
                 continue  # 2026-07-28 has no logging/setLevel
+            if capability == "completions" and (wire.version or MODERN) < _COMPLETIONS_SINCE:
+                # 2024-11-05 serves completion/complete with no capability to declare.
+                continue
             verdicts, lines = (
                 (declared, evidence) if capability in caps else (undeclared, undeclared_evidence)
             )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -29,13 +29,15 @@ import trio
 from ..protocol.redact import Redactor
 from ..protocol.sse import SseDecoder, SseEvent
 from ..transports.targets import HttpTarget
-from .wire import MAX_LINE_BYTES, MODERN, UNANSWERED, Wire, same_id
+from .wire import MAX_LINE_BYTES, MODERN, UNANSWERED, Received, Wire, same_id
 
 __all__ = ["Exchange", "HttpWire", "Posted"]
 
 ACCEPT: Final = "application/json, text/event-stream"
 # Lines waiting to be read; a POST's reader waits when the probe reads no more.
 _QUEUE: Final = 256
+# Refusal bodies remembered (is_refusal), against a server that refuses every POST.
+_REFUSALS: Final = 64
 
 
 class _Ended:
@@ -96,6 +98,7 @@ class HttpWire(Wire):
         self._nursery = nursery
         self._send_lines, self._lines = trio.open_memory_channel[bytes | _Ended](_QUEUE)
         self._open_posts = 0
+        self._refusals: set[bytes] = set()  # bodies of 4xx answers to notifications
 
     def headers(self, line: bytes | None = None) -> dict[str, str]:
         """The headers a client sends with ``line`` (None: a GET or DELETE)."""
@@ -138,10 +141,12 @@ class HttpWire(Wire):
         """One HTTP request with exactly ``headers`` (and ``line`` as its body), outside
         the wire's session bookkeeping: for the probes of the HTTP rules themselves.
 
-        A JSON body is read whole (bounded); an event stream is read until it ends,
-        ``until(events so far)`` is true, or ``wait`` seconds (default: the client's
-        timeout) pass, which suits a GET stream that never ends. None if the server
-        could not be reached. Everything goes into the transcript."""
+        Two limits: the status and headers must come within the client's timeout (the
+        check's); then a JSON body is read whole (bounded), an event stream until it
+        ends, ``until(events so far)`` is true, or ``wait`` seconds (default: the
+        client's timeout) pass, which suits a GET stream that never ends. None if the
+        server could not be reached or sent no headers in time. Everything goes into
+        the transcript."""
         if line is not None:
             self.note("→", line.decode("utf-8", "replace"))
             ids = _request_ids(line)
@@ -151,16 +156,18 @@ class HttpWire(Wire):
         events: list[SseEvent] = []
         body: list[bytes] = []
         posted: Posted | None = None
-        limit = wait if wait is not None else self.client.timeout.read or 5.0
+        limit = self.client.timeout.read or 5.0
 
         async def deliver(data: bytes) -> None:
             body.append(data)
 
-        with trio.move_on_after(limit):
+        with trio.move_on_after(limit) as scope:
             try:
                 async with self.client.stream(verb, self.url, content=line, headers=headers) as r:
                     posted = Posted(r.status_code, r.headers)
                     self._note_status(verb, posted)
+                    # The headers came in time: ``wait`` bounds the reading alone.
+                    scope.deadline = trio.current_time() + (limit if wait is None else wait)
                     if posted.content_type == "text/event-stream":
                         await self._read_events(r, events, until)
                     else:
@@ -207,7 +214,13 @@ class HttpWire(Wire):
                 session = r.headers.get("mcp-session-id")
                 if session is not None and self.session_id is None:
                     self.session_id = session
-                await self._read_body(r, posted, self._send_lines.send)
+                deliver = self._send_lines.send
+                if 400 <= posted.status < 500 and _only_notifications(line):
+                    # "If the server cannot accept the input, it MUST return an HTTP error
+                    # status code ... The HTTP response body MAY comprise a JSON-RPC error
+                    # response that has no id": the POST's refusal, not an answer.
+                    deliver = functools.partial(self._deliver_refusal, deliver)
+                await self._read_body(r, posted, deliver)
         except httpx.HTTPError as exc:
             self.note("·", f"POST failed: {exc.__class__.__name__}")
         finally:
@@ -215,6 +228,22 @@ class HttpWire(Wire):
         # A request whose POST ended without its answer gets none: say so to answer().
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             await self._send_lines.send(_Ended(_request_ids(line)))
+
+    async def _deliver_refusal(
+        self, deliver: Callable[[bytes], Awaitable[None]], data: bytes
+    ) -> None:
+        if len(self._refusals) < _REFUSALS:
+            self._refusals.add(data)
+        await deliver(data)
+
+    def is_refusal(self, line: Received) -> bool:
+        value = line.value
+        return (
+            line.raw in self._refusals
+            and isinstance(value, dict)
+            and "error" in value
+            and value.get("id") is None
+        )
 
     def _note_status(self, verb: str, posted: Posted) -> None:
         shown = posted.content_type or "no content type"
@@ -282,6 +311,18 @@ def _answered(ids: list[Any], events: list[SseEvent]) -> bool:
         ):
             return True
     return False
+
+
+def _only_notifications(line: bytes) -> bool:
+    """Whether ``line`` holds notifications alone (a message or a batch)."""
+    try:
+        value = msgspec.json.decode(line)
+    except msgspec.DecodeError:
+        return False
+    messages = value if isinstance(value, list) else [value]
+    return bool(messages) and all(
+        isinstance(m, dict) and "method" in m and "id" not in m for m in messages
+    )
 
 
 def _request_ids(line: bytes) -> list[Any]:

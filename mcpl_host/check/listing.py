@@ -75,7 +75,9 @@ class Listing:
     """A list as read: ``items`` (those kept), ``problem`` (why it is not whole and
     right: None when it is), ``duplicates`` (identities seen twice), ``pages`` read,
     ``error`` (the JSON-RPC error a page was answered with, if any) and the lines.
-    ``absent``: an optional list the server does not serve (no items, no problem)."""
+    ``absent``: an optional list the server does not serve (no items, no problem).
+    ``bounded``: the problem is the checker's own page bound, reached with no cursor
+    repeated: the list was not shown to loop, so a rule it decides is not settled."""
 
     kind: ListKind
     items: list[Any] = field(default_factory=list)
@@ -84,6 +86,7 @@ class Listing:
     pages: int = 0
     error: Any = None
     absent: bool = False
+    bounded: bool = False
     evidence: tuple[Line, ...] = ()
 
 
@@ -167,7 +170,11 @@ async def read_list(
             listing.problem = f"page {listing.pages} repeats an earlier cursor: it would loop"
             break
         if listing.pages >= MAX_PAGES:
-            listing.problem = f"still a nextCursor after {MAX_PAGES} pages"
+            listing.problem = (
+                f"{kind.method} still has a nextCursor after {MAX_PAGES} pages (no cursor "
+                "repeated): the checker reads no more"
+            )
+            listing.bounded = True
             break
         seen_cursors.add(cursor)
     listing.evidence = _cut(wire.since(mark))

@@ -50,6 +50,7 @@ async def settle(ctx: Context, wire: Wire, allowed: Sequence[Any]) -> tuple[list
         line
         for line in lines
         if is_response(line)
+        and not wire.is_refusal(line)
         and not any(same_id(line.value.get("id"), a) for a in (*allowed, ping["id"]))
     ]
     return strays, answered
@@ -64,6 +65,13 @@ def _first_list_method(capabilities: dict[str, Any]) -> str | None:
 async def cancellation(ctx: Context) -> None:
     facts = await ctx.facts()
     method = _first_list_method(facts.capabilities)
+    if facts.version is None and ctx.kind == "http":
+        ctx.not_applicable(
+            CANCELLATION,
+            "2026-07-28 over Streamable HTTP has no client notifications: closing the "
+            "response stream is the cancellation",
+        )
+        return
     if method is None and facts.version is None:
         ctx.not_applicable(CANCELLATION, "a 2026-07-28 server with no list to request")
         return
@@ -228,13 +236,14 @@ async def pagination(ctx: Context) -> None:
         return
     async with ctx.borrow() as wire:
         problems: list[str] = []
+        unsettled: list[str] = []
         evidence: list[Line] = []
         pages = 0
         for kind in kinds:
             listing = await read_list(wire, kind, ctx.timeout)
             pages += listing.pages
             if listing.problem is not None:
-                problems.append(listing.problem)
+                (unsettled if listing.bounded else problems).append(listing.problem)
             elif listing.duplicates:
                 twice = ", ".join(shown(d, 40) for d in listing.duplicates)
                 problems.append(f"{kind.method} lists {twice} twice")
@@ -242,6 +251,8 @@ async def pagination(ctx: Context) -> None:
                 evidence += listing.evidence
         if problems:
             ctx.failed(PAGINATION, "; ".join(problems), evidence)
+        elif unsettled:
+            ctx.judge(PAGINATION, Verdict.WARN, "; ".join(unsettled), evidence)
         else:
             names = ", ".join(k.method for k in kinds)
             ctx.passed(

@@ -33,6 +33,7 @@ from .rules import Line
 __all__ = [
     "CLIENT_INFO",
     "EVIDENCE_CHARS",
+    "KEPT_BYTES",
     "MAX_LINE_BYTES",
     "MODERN",
     "NOT_JSON",
@@ -44,6 +45,8 @@ __all__ = [
 ]
 
 MAX_LINE_BYTES: Final = 4 * 1024 * 1024
+# What one exchange keeps of what it reads, in bytes (see Wire.received_within).
+KEPT_BYTES: Final = 16 * 1024 * 1024
 TRANSCRIPT_LINES: Final = 400
 EVIDENCE_CHARS: Final = 300
 MODERN: Final = "2026-07-28"
@@ -130,6 +133,13 @@ class Wire:
         on a byte stream, which keeps order; on HTTP, until every POST is answered."""
         del timeout
 
+    def is_refusal(self, line: Received) -> bool:
+        """Whether ``line`` is the transport's refusal of what was sent rather than a
+        JSON-RPC response to it: never on a byte stream; on HTTP, the body of a 4xx
+        answer to a POST of notifications."""
+        del line
+        return False
+
     # --- the transcript ---------------------------------------------------------------
     def note(self, direction: str, text: str) -> None:
         """Add a line to the transcript: escaped, redacted and cut here."""
@@ -199,18 +209,37 @@ class Wire:
     async def received_within(
         self, timeout: float, until: Any = None, limit: int = 1000
     ) -> list[Received]:
-        """Every line received within ``timeout`` (at most ``limit``), stopping early at
-        the first line ``until(line)`` is true for (it is the last in the list)."""
-        out: list[Received] = []
+        """Every line received within ``timeout``, stopping early at the first line
+        ``until(line)`` is true for (it is the last in the list). Reading goes on until
+        then, however many lines come (a tool may report progress a thousand times before
+        its result); what is kept is bounded, to ``limit`` lines and
+        :data:`KEPT_BYTES` bytes: the first half of each and the last half, the lines
+        between dropped (the transcript says how many)."""
+        head: list[Received] = []
+        tail: deque[Received] = deque()
+        head_bytes = tail_bytes = dropped = 0
         with trio.move_on_after(timeout):
-            while len(out) < limit:
+            while True:
                 line = await self.receive(timeout)
                 if line is None:
                     break
-                out.append(line)
+                size = len(line.raw)
+                if not tail and len(head) < limit // 2 and head_bytes + size <= KEPT_BYTES // 2:
+                    head.append(line)
+                    head_bytes += size
+                else:
+                    tail.append(line)
+                    tail_bytes += size
+                    while len(tail) > 1 and (
+                        len(tail) > limit - limit // 2 or tail_bytes > KEPT_BYTES // 2
+                    ):
+                        tail_bytes -= len(tail.popleft().raw)
+                        dropped += 1
                 if until is not None and until(line):
                     break
-        return out
+        if dropped:
+            self.note("·", f"({dropped} lines read but not kept: past the checker's bound)")
+        return [*head, *tail]
 
     def request(self, method: str, params: Any = None, id_: Any = None) -> dict[str, Any]:
         """A request message (with the 2026-07-28 ``_meta`` when this wire speaks it);
