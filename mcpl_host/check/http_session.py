@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, cast
 
 from .context import Context
 from .http import answer_in, encode, http_only, peer, replaced, status_of, without
-from .rules import probe, rule
+from .rules import Verdict, probe, rule
 
 if TYPE_CHECKING:
     from .httpwire import HttpWire
@@ -22,7 +22,8 @@ SESSION_ID = rule(
 )
 SESSION_REQUIRED = rule(
     "http.session-required",
-    "a request without the session id the server assigned is answered 400 Bad Request",
+    "a server that requires the session id it assigned answers a request without it "
+    "with 400 Bad Request",
     revision="2025-03-26",
     section="basic/transports#session-management",
     level="SHOULD",
@@ -97,7 +98,14 @@ async def session_id(ctx: Context) -> None:
         if done is not None and done.posted.status == 400:
             ctx.passed(SESSION_REQUIRED, "answered 400", evidence)
         elif answer_in(done, message["id"]) is not None:
-            ctx.failed(SESSION_REQUIRED, "served a request without the session id", evidence)
+            # "Servers that require a session ID SHOULD respond ... with HTTP 400": this
+            # one serves without it, so it does not require one.
+            ctx.judge(
+                SESSION_REQUIRED,
+                Verdict.NA,
+                "the server serves a request without its session id: it does not require one",
+                evidence,
+            )
         else:
             ctx.failed(SESSION_REQUIRED, f"answered {status_of(done)}, not 400", evidence)
         message = wire.request("ping")

@@ -29,7 +29,7 @@ import trio
 from ..protocol.redact import Redactor
 from ..protocol.sse import SseDecoder, SseEvent
 from ..transports.targets import HttpTarget
-from .wire import MAX_LINE_BYTES, MODERN, UNANSWERED, Received, Wire, same_id
+from .wire import KEPT_BYTES, MAX_LINE_BYTES, MODERN, UNANSWERED, Received, Wire, same_id
 
 __all__ = ["Exchange", "HttpWire", "Posted"]
 
@@ -118,17 +118,6 @@ class HttpWire(Wire):
         self._open_posts += 1
         self._nursery.start_soon(self._post, line, self.headers(line))
 
-    async def post(
-        self, line: bytes, headers: Mapping[str, str]
-    ) -> tuple[Posted, list[bytes]] | None:
-        """POST ``line`` with exactly ``headers``; the outcome and the messages of the
-        answer, read whole (None if the server could not be reached). The line, the
-        status and the messages go into the transcript."""
-        done = await self.exchange("POST", headers, line)
-        if done is None:
-            return None
-        return done.posted, [e.data.encode() for e in done.events if e.data] + done.body
-
     async def exchange(
         self,
         verb: str,
@@ -188,22 +177,26 @@ class HttpWire(Wire):
         events: list[SseEvent],
         until: Callable[[list[SseEvent]], bool] | None,
     ) -> None:
-        # Reading stops by a cancel, not a return: the cancel ends httpx's chain of
-        # stream iterators, where a return would leave them to the garbage collector.
         if until is not None and until(events):
             return  # nothing to wait for: the status was the point
-        decoder = SseDecoder(MAX_LINE_BYTES)
-        with trio.CancelScope() as reading:
-            async for chunk in response.aiter_bytes():
-                for event in decoder.feed(chunk):
-                    if len(events) >= _QUEUE:
-                        reading.cancel()  # bounded: a stream that never stops talking
-                        break
-                    events.append(event)
-                    shown = f"id {event.id}: " if event.id is not None else ""
-                    self.note("←", shown + (event.data or "(no data)"))
-                if until is not None and until(events):
-                    reading.cancel()
+        kept = 0
+
+        async def keep(event: SseEvent) -> bool:
+            nonlocal kept
+            size = len(event.data or "")
+            if len(events) >= _QUEUE or kept + size > KEPT_BYTES:
+                # Bounded: a stream that never stops talking.
+                self.note(
+                    "·", f"past {_QUEUE} events or {KEPT_BYTES // 2**20} MiB: the rest unread"
+                )
+                return False
+            kept += size
+            events.append(event)
+            shown = f"id {event.id}: " if event.id is not None else ""
+            self.note("←", shown + (event.data or "(no data)"))
+            return until is None or not until(events)
+
+        await _each_event(response, keep)
 
     async def _post(self, line: bytes, headers: dict[str, str]) -> None:
         try:
@@ -251,18 +244,19 @@ class HttpWire(Wire):
 
     async def _read_body(self, response: httpx.Response, posted: Posted, deliver: Any) -> None:
         if posted.content_type == "text/event-stream":
-            decoder = SseDecoder(MAX_LINE_BYTES)
-            with trio.CancelScope() as reading:  # a cancel, not a raise: see _read_events
-                async for chunk in response.aiter_bytes():
-                    for event in decoder.feed(chunk):
-                        if event.data and not reading.cancel_called:
-                            try:
-                                await deliver(event.data.encode())
-                            except trio.ClosedResourceError:
-                                reading.cancel()  # the probe is done with this wire
+
+            async def forward(event: SseEvent) -> bool:
+                if event.data:
+                    try:
+                        await deliver(event.data.encode())
+                    except trio.ClosedResourceError:
+                        return False  # the probe is done with this wire
+                return True
+
+            await _each_event(response, forward)
             return
         body = bytearray()
-        with trio.CancelScope() as reading:  # a cancel, not a return: see _read_events
+        with trio.CancelScope() as reading:  # a cancel, not a return: see _each_event
             async for chunk in response.aiter_bytes():
                 if reading.cancel_called:
                     continue  # chunks already buffered come without a checkpoint
@@ -295,6 +289,23 @@ class HttpWire(Wire):
         await self._send_lines.aclose()
         await self._lines.aclose()
         await self.client.aclose()
+
+
+async def _each_event(
+    response: httpx.Response, handle: Callable[[SseEvent], Awaitable[bool]]
+) -> None:
+    """Hand each event of ``response``'s event stream to ``handle`` until the stream ends
+    or ``handle`` returns False."""
+    decoder = SseDecoder(MAX_LINE_BYTES)
+    # Reading stops by a cancel, not a return: the cancel ends httpx's chain of stream
+    # iterators, where a return would leave them to the garbage collector.
+    with trio.CancelScope() as reading:
+        async for chunk in response.aiter_bytes():
+            for event in decoder.feed(chunk):
+                if reading.cancel_called:
+                    break  # chunks already buffered come without a checkpoint
+                if not await handle(event):
+                    reading.cancel()
 
 
 def _answered(ids: list[Any], events: list[SseEvent]) -> bool:

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import trio
 
 from mcpl_host import HttpTarget
-from mcpl_host.check import Report, check
+from mcpl_host.check import Report, check, httpwire
 from mcpl_host.check.context import CheckOptions
 
 from .http_server import HttpBehaviour, ReferenceServer, Reply, Request
@@ -128,12 +129,33 @@ async def test_origin() -> None:
     assert verdict(report, "http.origin-403") == "fail"
 
 
+async def test_a_server_that_serves_requests_without_its_session_id_is_not_warned() -> None:
+    # basic/transports, "Session Management": "Servers that require a session ID SHOULD
+    # respond to requests without an Mcp-Session-Id header (other than initialization)
+    # with HTTP 400 Bad Request": a server that assigns one but serves without it does
+    # not require one, and the SHOULD does not bind it.
+    report = await run_http(skipping("session-required"), "http.session-required")
+    found = finding(report, "http.session-required")
+    assert found.verdict.value == "n/a", found.detail
+    assert "sent without Mcp-Session-Id" in sent(report, "http.session-required")
+
+
+async def test_a_server_that_requires_its_session_id_but_not_with_400_warns() -> None:
+    def refuse_404(request: Request, reply: Reply) -> Reply:
+        return Reply(404) if reply.status == 400 else reply
+
+    report = await run_http(replying(refuse_404), "http.session-required")
+    found = finding(report, "http.session-required")
+    assert found.verdict.value == "warn", found.detail
+    assert "404" in found.detail
+
+
 async def test_session_id_rules() -> None:
     spaced = HttpBehaviour(session_id=lambda: "a session id")
     report = await run_http(spaced, "http.session-id")
     assert verdict(report, "http.session-id") == "fail"
-    report = await run_http(skipping("session-required"), "http.session-required")
-    assert verdict(report, "http.session-required") == "warn"
+    report = await run_http(HttpBehaviour(), "http.session-required")
+    assert verdict(report, "http.session-required") == "pass"
     assert "sent without Mcp-Session-Id" in sent(report, "http.session-required")
     report = await run_http(skipping("session-unknown"), "http.session-unknown")
     assert verdict(report, "http.session-unknown") == "fail"
@@ -199,3 +221,21 @@ async def test_answers_of_the_wrong_shape_get_verdicts_not_breakdowns() -> None:
     report = await run_http(replying(hostile))
     assert all("broke down" not in f.detail for f in report.findings), report.findings
     assert verdict(report, "http.origin") == "fail"
+
+
+async def test_what_an_event_stream_is_read_for_is_bounded_in_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The bound is lowered so that the test is fast: 64 KiB kept, 40 events of 4 KiB.
+    monkeypatch.setattr(httpwire, "KEPT_BYTES", 64 * 1024)
+
+    def chatty_get(request: Request, reply: Reply) -> Reply:
+        if request.verb == "GET":
+            return Reply(200, events=[(None, "x" * 4096) for _ in range(40)], hold=True)
+        return reply
+
+    report = await run_http(replying(chatty_get), "http.get-stream")
+    lines = sent(report, "http.get-stream")
+    assert verdict(report, "http.get-stream") == "pass"
+    assert sum(1 for line in lines if line.startswith("x")) <= 16
+    assert any("the rest unread" in line for line in lines)
