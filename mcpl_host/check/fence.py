@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from .rules import Line, Verdict
-from .wire import MODERN, Received, same_id
+from .wire import MODERN, Received, is_response, same_id
 
 if TYPE_CHECKING:
     from .context import Context
@@ -47,13 +47,7 @@ class Fenced:
 
 
 def _is_answer_to(line: Received, id_: Any) -> bool:
-    value = line.value
-    return (
-        isinstance(value, dict)
-        and "method" not in value
-        and "id" in value
-        and same_id(value["id"], id_)
-    )
+    return is_response(line.value, id_)
 
 
 def _is_response(line: Received, fence_id: Any) -> bool:

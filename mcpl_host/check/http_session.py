@@ -78,7 +78,7 @@ async def session_id(ctx: Context) -> None:
         return
     async with ctx.session() as plain:
         wire = cast("HttpWire", plain)
-        assigned = wire.posts[0].headers.get("mcp-session-id") if wire.posts else None
+        assigned = wire.session_id
         if assigned is None:
             for rule_id in rules:
                 ctx.not_applicable(rule_id, "initialize's answer carries no Mcp-Session-Id")
@@ -93,7 +93,7 @@ async def session_id(ctx: Context) -> None:
         line = encode(message)
         mark = wire.mark()
         wire.note("·", "sent without Mcp-Session-Id")
-        done = await wire.exchange("POST", without(wire.headers(line), "Mcp-Session-Id"), line)
+        done = await wire.http_request("POST", without(wire.headers(line), "Mcp-Session-Id"), line)
         evidence = wire.since(mark)
         if done is not None and done.posted.status == 400:
             ctx.passed(SESSION_REQUIRED, "answered 400", evidence)
@@ -113,7 +113,7 @@ async def session_id(ctx: Context) -> None:
         mark = wire.mark()
         unknown = "mcpl-host-check-" + secrets.token_hex(8)
         wire.note("·", f"sent with Mcp-Session-Id: {unknown}")
-        done = await wire.exchange(
+        done = await wire.http_request(
             "POST", replaced(wire.headers(line), "Mcp-Session-Id", unknown), line
         )
         evidence = wire.since(mark)
@@ -132,7 +132,7 @@ async def delete(ctx: Context) -> None:
         if wire.session_id is None:
             ctx.not_applicable(DELETE, "initialize's answer carries no Mcp-Session-Id")
             return
-        done = await wire.exchange("DELETE", wire.headers())
+        done = await wire.http_request("DELETE", wire.headers())
         if done is not None and done.posted.status == 405:
             ctx.not_applicable(
                 DELETE, "the server answers DELETE 405: clients may not end sessions"
@@ -143,7 +143,7 @@ async def delete(ctx: Context) -> None:
             return
         message = wire.request("ping")
         line = encode(message)
-        after = await wire.exchange("POST", wire.headers(line), line)
+        after = await wire.http_request("POST", wire.headers(line), line)
         if after is not None and after.posted.status == 404:
             ctx.passed(DELETE, "after DELETE, the session's requests are answered 404", wire)
         else:
@@ -171,7 +171,7 @@ async def version_header(ctx: Context) -> None:
         line = encode(message)
         mark = wire.mark()
         wire.note("·", "sent with MCP-Protocol-Version: 1999-01-01")
-        done = await wire.exchange(
+        done = await wire.http_request(
             "POST", replaced(wire.headers(line), "MCP-Protocol-Version", "1999-01-01"), line
         )
         evidence = wire.since(mark)
@@ -183,7 +183,7 @@ async def version_header(ctx: Context) -> None:
         line = encode(message)
         mark = wire.mark()
         wire.note("·", "sent without MCP-Protocol-Version")
-        done = await wire.exchange(
+        done = await wire.http_request(
             "POST", without(wire.headers(line), "MCP-Protocol-Version"), line
         )
         evidence = wire.since(mark)

@@ -47,13 +47,13 @@ async def get_stream(ctx: Context) -> None:
         wire = cast("HttpWire", plain)
         message = wire.request("ping")
         line = encode(message)
-        posted = await wire.exchange("POST", wire.headers(line), line)
+        posted = await wire.http_request("POST", wire.headers(line), line)
         stream = posted.events if posted is not None else []
         if _with_id(stream):
             await _resume(ctx, wire, stream)
         mark = wire.mark()
         headers = replaced(wire.headers(), "Accept", "text/event-stream")
-        got = await wire.exchange(
+        got = await wire.http_request(
             "GET", headers, wait=min(_GET_GRACE, ctx.timeout), until=lambda e: bool(_with_id(e))
         )
         evidence = wire.since(mark)
@@ -91,7 +91,7 @@ async def _resume(ctx: Context, wire: HttpWire, stream: list[SseEvent]) -> None:
     def complete(events: list[SseEvent]) -> bool:
         return all(data in {e.data for e in events} for data in after)
 
-    got = await wire.exchange("GET", headers, wait=ctx.timeout, until=complete)
+    got = await wire.http_request("GET", headers, wait=ctx.timeout, until=complete)
     evidence = wire.since(mark)
     if got is not None and got.posted.status in (404, 405):
         ctx.passed(

@@ -29,7 +29,16 @@ import trio
 from ..protocol.redact import Redactor
 from ..protocol.sse import SseDecoder, SseEvent
 from ..transports.targets import HttpTarget
-from .wire import KEPT_BYTES, MAX_LINE_BYTES, MODERN, UNANSWERED, Received, Wire, same_id
+from .wire import (
+    KEPT_BYTES,
+    MAX_LINE_BYTES,
+    MODERN,
+    UNANSWERED,
+    Received,
+    Wire,
+    is_response,
+    same_id,
+)
 
 __all__ = ["Exchange", "HttpWire", "Posted"]
 
@@ -58,7 +67,7 @@ class Posted:
 
 @dataclass(frozen=True, slots=True)
 class Exchange:
-    """One request of :meth:`HttpWire.exchange`: the status and headers, the events of
+    """One request of :meth:`HttpWire.http_request`: the status and headers, the events of
     an event stream (with their ids), or the messages of any other body."""
 
     posted: Posted
@@ -118,7 +127,7 @@ class HttpWire(Wire):
         self._open_posts += 1
         self._nursery.start_soon(self._post, line, self.headers(line))
 
-    async def exchange(
+    async def http_request(
         self,
         verb: str,
         headers: Mapping[str, str],
@@ -315,11 +324,7 @@ def _answered(ids: list[Any], events: list[SseEvent]) -> bool:
             value = msgspec.json.decode(event.data) if event.data else None
         except msgspec.DecodeError:
             continue
-        if (
-            isinstance(value, dict)
-            and "method" not in value
-            and any(same_id(value.get("id"), i) for i in ids)
-        ):
+        if any(is_response(value, i) for i in ids):
             return True
     return False
 

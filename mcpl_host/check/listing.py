@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .rules import Line
-from .wire import EVIDENCE_CHARS, Received, Wire, same_id
+from .wire import EVIDENCE_CHARS, Received, Wire
 
 __all__ = [
     "LISTS",
@@ -26,7 +26,6 @@ __all__ = [
     "Listing",
     "declared_lists",
     "exchange",
-    "is_response",
     "peer_line",
     "read_list",
     "shown",
@@ -90,27 +89,14 @@ class Listing:
     evidence: tuple[Line, ...] = ()
 
 
-def is_response(line: Received, id_: Any = None) -> bool:
-    """Whether ``line`` is a response (to ``id_``, when given: type and value)."""
-    value = line.value
-    if not isinstance(value, dict) or "method" in value:
-        return False
-    if "result" not in value and "error" not in value:
-        return False
-    return id_ is None or ("id" in value and same_id(value["id"], id_))
-
-
 async def exchange(
     wire: Wire, message: dict[str, Any], timeout: float
 ) -> tuple[dict[str, Any] | None, list[Received]]:
     """Send the request ``message``; its response (None: none came within ``timeout``)
-    and every line read meanwhile, the response last."""
+    and the lines read meanwhile (bounded: :meth:`.Wire.received_within`), the response
+    last."""
     await wire.send(message)
-    lines = await wire.received_within(timeout, until=lambda r: is_response(r, message["id"]))
-    if lines and is_response(lines[-1], message["id"]):
-        answer: dict[str, Any] = lines[-1].value
-        return answer, lines
-    return None, lines
+    return await wire.answer_and_lines(message["id"], timeout)
 
 
 def peer_line(ctx: Any, line: Received) -> Line:

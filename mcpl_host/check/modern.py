@@ -5,7 +5,7 @@ basic/transports/streamable-http); the HTTP-only ones are in :mod:`.modern_http`
 
 n/a unless the server answered ``server/discover`` with 2026-07-28 among its versions
 (:attr:`.context.Facts.modern`). Each request here is sent on a fresh connection's wire
-as the probe built it; over HTTP with :meth:`~.httpwire.HttpWire.exchange`, so that the
+as the probe built it; over HTTP with :meth:`~.httpwire.HttpWire.http_request`, so that the
 status the revision requires (400, 404) is seen as well as the JSON-RPC answer.
 """
 
@@ -51,7 +51,7 @@ async def list_method(ctx: Context) -> str:
     return next((method for cap, method in _LISTS if cap in declared), "server/discover")
 
 
-async def exchange(
+async def ask(
     ctx: Context, wire: Wire, message: dict[str, Any], headers: dict[str, str] | None = None
 ) -> tuple[int | None, dict[str, Any] | None]:
     """Send ``message``; the HTTP status (None off HTTP, or without an answer) and the
@@ -59,7 +59,7 @@ async def exchange(
     if ctx.kind == "http":
         http = cast("HttpWire", wire)
         line = encode(message)
-        done = await http.exchange("POST", headers or http.headers(line), line)
+        done = await http.http_request("POST", headers or http.headers(line), line)
         if done is None:
             return None, None
         answer = answer_in(done, message["id"])
@@ -83,7 +83,7 @@ async def _openspeaks_modern(ctx: Context, wire: Wire) -> None:
     to choose the era for the whole connection, and what follows is meant for its
     2026-07-28 side."""
     if ctx.kind != "http":
-        await exchange(ctx, wire, wire.request("server/discover", {}))
+        await ask(ctx, wire, wire.request("server/discover", {}))
 
 
 def error_code(answer: dict[str, Any] | None) -> Any:
@@ -164,7 +164,7 @@ async def discover(ctx: Context) -> None:
     method = await list_method(ctx)
     async with ctx.connect() as wire:
         wire.version = MODERN
-        _, answer = await exchange(ctx, wire, wire.request("server/discover", {}))
+        _, answer = await ask(ctx, wire, wire.request("server/discover", {}))
         result = answer.get("result") if answer is not None else None
         problem = _discover_problem(result)
         if answer is None:
@@ -189,7 +189,7 @@ async def discover(ctx: Context) -> None:
             ctx.failed(SERVER_INFO_RULE, "no serverInfo with a name and a version in _meta", wire)
         results = {"server/discover": result}
         if method != "server/discover":
-            _, listed = await exchange(ctx, wire, wire.request(method, {}))
+            _, listed = await ask(ctx, wire, wire.request(method, {}))
             results[method] = listed.get("result") if listed is not None else None
         _judge_result_types(ctx, wire, results)
 
@@ -260,7 +260,7 @@ async def meta_required(ctx: Context) -> None:
             (CLIENT_CAPABILITIES, "no clientCapabilities"),
         ):
             message = _strip(wire.request(method, {}), key)
-            status, answer = await exchange(ctx, wire, message)
+            status, answer = await ask(ctx, wire, message)
             # Over HTTP the version header stands with no body value to match when the
             # body has none: a HeaderMismatch (-32020) is as right as -32602 there.
             codes = (-32602, HEADER_MISMATCH) if http and key != CLIENT_CAPABILITIES else (-32602,)
@@ -277,7 +277,7 @@ async def meta_required(ctx: Context) -> None:
         if http:
             http_wire = cast("HttpWire", wire)
             headers = replaced(http_wire.headers(encode(message)), "MCP-Protocol-Version", FUTURE)
-        status, answer = await exchange(ctx, wire, message, headers)
+        status, answer = await ask(ctx, wire, message, headers)
         _judge_version_error(ctx, wire, method, status, answer)
 
 
@@ -331,12 +331,12 @@ async def removed_methods(ctx: Context) -> None:
         await _openspeaks_modern(ctx, wire)
         problems = []
         for method, params in _REMOVED:
-            status, answer = await exchange(ctx, wire, wire.request(method, dict(params)))
+            status, answer = await ask(ctx, wire, wire.request(method, dict(params)))
             if error_code(answer) != -32601 or (http and status != 404):
                 problems.append(f"{method}: {shown(ctx, status, answer)}")
             if method == "resources/subscribe" and answer is not None and "result" in answer:
                 # It took the subscription: leave nothing behind.
-                await exchange(ctx, wire, wire.request("resources/unsubscribe", dict(params)))
+                await ask(ctx, wire, wire.request("resources/unsubscribe", dict(params)))
         if problems:
             ctx.failed(REMOVED, "; ".join(problems), wire)
         else:

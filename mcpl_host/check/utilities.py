@@ -9,16 +9,9 @@ from typing import Any, Final
 
 from .calls import tool_calls
 from .context import Context
-from .listing import (
-    declared_lists,
-    exchange,
-    is_response,
-    peer_line,
-    read_list,
-    shown,
-)
+from .listing import declared_lists, exchange, peer_line, read_list, shown
 from .rules import Line, Verdict, probe, rule
-from .wire import MODERN, Received, Wire, same_id
+from .wire import MODERN, Received, Wire, is_response, same_id
 
 # How long after the ping's answer a late answer to a notification is still awaited:
 # the server saw the notification before the ping, so anything it says about it is due.
@@ -42,14 +35,14 @@ async def settle(ctx: Context, wire: Wire, allowed: Sequence[Any]) -> tuple[list
     Costs one round trip, not a timeout, on a server that stays silent as it should."""
     modern = wire.version == MODERN
     ping = wire.request("server/discover" if modern else "ping", {} if modern else None)
-    _, lines = await exchange(wire, ping, ctx.timeout)
-    answered = bool(lines) and is_response(lines[-1], ping["id"])
+    pong, lines = await exchange(wire, ping, ctx.timeout)
+    answered = pong is not None
     if answered:
         lines += await wire.received_within(GRACE)
     strays = [
         line
         for line in lines
-        if is_response(line)
+        if is_response(line.value)
         and not wire.is_refusal(line)
         and not any(same_id(line.value.get("id"), a) for a in (*allowed, ping["id"]))
     ]
@@ -191,7 +184,7 @@ async def progress(ctx: Context) -> None:
         for line in run.received:
             watch.feed([line])
             for call in run.calls:
-                if is_response(line, call.id):
+                if is_response(line.value, call.id):
                     watch.end(call.token)
         sent += len(run.calls)
         evidence += run.evidence

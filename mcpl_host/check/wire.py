@@ -41,6 +41,7 @@ __all__ = [
     "Received",
     "StreamWire",
     "Wire",
+    "is_response",
     "same_id",
 ]
 
@@ -88,6 +89,24 @@ class Received:
         return bool(values) and all(
             isinstance(v, dict) and v.get("jsonrpc") == "2.0" for v in values
         )
+
+
+class _Any:
+    pass
+
+
+_ANY_ID: Final = _Any()
+
+
+def is_response(value: Any, id_: Any = _ANY_ID) -> bool:
+    """Whether ``value`` (a received JSON value) is a response: an object with no method
+    and an id, a result or an error; with ``id_``, one whose id is ``id_`` (type and
+    value, as :func:`same_id`)."""
+    if not isinstance(value, dict) or "method" in value:
+        return False
+    if id_ is _ANY_ID:
+        return "id" in value or "result" in value or "error" in value
+    return "id" in value and same_id(value["id"], id_)
 
 
 def same_id(a: object, b: object) -> bool:
@@ -194,17 +213,24 @@ class Wire:
     async def answer(self, id_: Any, timeout: float) -> dict[str, Any] | None:
         """Read until the response whose id is ``id_`` (type and value) arrives, within
         ``timeout``; None if it never does. Other lines are read past (they stay in the
-        transcript); :meth:`received_within` keeps them."""
+        transcript); :meth:`answer_and_lines` keeps them."""
+        answer, _ = await self.answer_and_lines(id_, timeout)
+        return answer
+
+    async def answer_and_lines(
+        self, id_: Any, timeout: float
+    ) -> tuple[dict[str, Any] | None, list[Received]]:
+        """As :meth:`answer`, with every line read meanwhile (bounded as
+        :meth:`received_within` keeps them), the response last."""
         self.awaiting = id_
         try:
-            found = await self.received_within(timeout, until=lambda r: _answers(r, id_))
+            lines = await self.received_within(timeout, until=lambda r: is_response(r.value, id_))
         finally:
             self.awaiting = None
-        last = found[-1] if found else None
-        if last is not None and _answers(last, id_):
-            value: dict[str, Any] = last.value
-            return value
-        return None
+        if lines and is_response(lines[-1].value, id_):
+            value: dict[str, Any] = lines[-1].value
+            return value, lines
+        return None, lines
 
     async def received_within(
         self, timeout: float, until: Any = None, limit: int = 1000
@@ -269,16 +295,6 @@ class Wire:
         if params is not None:
             message["params"] = params
         await self.send(message)
-
-
-def _answers(line: Received, id_: Any) -> bool:
-    value = line.value
-    return (
-        isinstance(value, dict)
-        and "method" not in value
-        and "id" in value
-        and same_id(value["id"], id_)
-    )
 
 
 class StreamWire(Wire):
