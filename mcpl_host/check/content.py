@@ -11,9 +11,9 @@ from typing import Any, Final
 from ..client.schema import UnsupportedSchema, compile_schema, validator_for
 from .calls import tool_calls
 from .context import Context
-from .listing import LISTS, Listing, ListKind, declared_lists, read_list, shown
+from .listing import LISTS, Listing, ListKind, declared_lists, read_list
 from .rules import Line, Verdict, probe, rule
-from .wire import MODERN
+from .wire import MODERN, shown
 
 TOOL_SCHEMAS = rule(
     "content.tool-schemas",

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from .rules import Line, Verdict
-from .wire import MODERN, Received, is_response, same_id
+from .wire import MODERN, Received, is_response, same_id, shown
 
 if TYPE_CHECKING:
     from .context import Context
@@ -132,16 +132,6 @@ def dead(ctx: Context, rule_id: str, out: Fenced, what: str) -> bool:
         )
         return True
     return False
-
-
-def shown(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, str):
-        return f'"{value}"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def refusal(

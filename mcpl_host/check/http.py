@@ -18,7 +18,7 @@ import msgspec
 
 from .context import Context, Facts
 from .rules import probe, rule
-from .wire import CLIENT_INFO, MODERN, Wire, is_response
+from .wire import CLIENT_INFO, MODERN, Wire, is_response, shown
 
 if TYPE_CHECKING:
     from .httpwire import Exchange, HttpWire
@@ -35,14 +35,6 @@ async def http_only(ctx: Context, *rule_ids: str) -> bool:
     for rule_id in rule_ids:
         ctx.not_applicable(rule_id, f"an HTTP rule: the target is {ctx.kind}")
     return False
-
-
-def peer(ctx: Context, value: Any, limit: int = 60) -> str:
-    """A value the server sent, made safe for a finding's detail (escaped, cut,
-    redacted)."""
-    if isinstance(value, str):
-        return ctx.redactor.log_value(value, limit)
-    return ctx.redactor.log_json(value, limit)
 
 
 def encode(message: Any) -> bytes:
@@ -146,11 +138,11 @@ def _judge_content_type(ctx: Context, wire: Wire, done: Exchange | None, id_: An
     if done is None:
         ctx.failed(CONTENT_TYPE, "the POST got no HTTP answer", wire)
         return
-    kind = peer(ctx, done.posted.content_type or "no content type")
+    kind = done.posted.content_type
     if done.posted.status != 200:
         ctx.failed(CONTENT_TYPE, f"the request was answered HTTP {done.posted.status}", wire)
     elif kind not in ("application/json", "text/event-stream"):
-        ctx.failed(CONTENT_TYPE, f"the request was answered with {kind}", wire)
+        ctx.failed(CONTENT_TYPE, f"the request was answered with {shown(kind or None)}", wire)
     elif answer_in(done, id_) is None:
         ctx.failed(CONTENT_TYPE, f"the {kind} answer holds no response with id {id_}", wire)
     else:
@@ -254,7 +246,7 @@ async def origin(ctx: Context) -> None:
             )
         if not names_403:
             ctx.not_applicable(
-                ORIGIN_403, f"the server speaks {peer(ctx, facts.version)}, which names no status"
+                ORIGIN_403, f"the server speaks {shown(facts.version)}, which names no status"
             )
         elif not refused:
             ctx.not_applicable(ORIGIN_403, "the request was not refused (see http.origin)")

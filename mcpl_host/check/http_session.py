@@ -8,8 +8,9 @@ import secrets
 from typing import TYPE_CHECKING, cast
 
 from .context import Context
-from .http import answer_in, encode, http_only, peer, replaced, status_of, without
+from .http import answer_in, encode, http_only, replaced, status_of, without
 from .rules import Verdict, probe, rule
+from .wire import shown
 
 if TYPE_CHECKING:
     from .httpwire import HttpWire
@@ -161,9 +162,7 @@ async def version_header(ctx: Context) -> None:
     assert version is not None
     if version < "2025-06-18":
         for rule_id in rules:
-            ctx.not_applicable(
-                rule_id, f"the server speaks {peer(ctx, version)}, before the header"
-            )
+            ctx.not_applicable(rule_id, f"the server speaks {shown(version)}, before the header")
         return
     async with ctx.borrow() as plain:
         wire = cast("HttpWire", plain)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .rules import Line
-from .wire import EVIDENCE_CHARS, Received, Wire
+from .wire import EVIDENCE_CHARS, Received, Wire, error_code
 
 __all__ = [
     "LISTS",
@@ -28,7 +28,6 @@ __all__ = [
     "exchange",
     "peer_line",
     "read_list",
-    "shown",
 ]
 
 MAX_PAGES: Final = 1000
@@ -105,13 +104,6 @@ def peer_line(ctx: Any, line: Received) -> Line:
     return Line("←", ctx.redactor.log_value(text, EVIDENCE_CHARS))
 
 
-def shown(value: Any, limit: int = 60) -> str:
-    """A peer value for a detail: its repr, cut (the Context makes the whole detail safe
-    to show)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 async def read_list(
     wire: Wire, kind: ListKind, timeout: float, *, first_params: dict[str, Any] | None = None
 ) -> Listing:
@@ -131,7 +123,7 @@ async def read_list(
         listing.pages += 1
         listing.problem = _page_problem(kind, answer, listing)
         if listing.problem is not None or answer is None:
-            if listing.pages == 1 and kind.optional and _code(listing.error) == METHOD_NOT_FOUND:
+            if listing.pages == 1 and kind.optional and error_code(answer) == METHOD_NOT_FOUND:
                 listing.problem, listing.absent = None, True
             break
         result = answer["result"]
@@ -165,10 +157,6 @@ async def read_list(
         seen_cursors.add(cursor)
     listing.evidence = _cut(wire.since(mark))
     return listing
-
-
-def _code(error: Any) -> Any:
-    return error.get("code") if isinstance(error, dict) else None
 
 
 def _page_problem(kind: ListKind, answer: dict[str, Any] | None, listing: Listing) -> str | None:

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from ..protocol.discover import CLIENT_CAPABILITIES, PROTOCOL_VERSION, SERVER_INFO
 from .context import Context
-from .http import answer_in, encode, peer, replaced
+from .http import answer_in, encode, replaced
 from .rules import probe, rule
-from .wire import MODERN, Wire
+from .wire import MODERN, Wire, error_code, shown
 
 if TYPE_CHECKING:
     from .httpwire import HttpWire
@@ -86,12 +86,7 @@ async def _openspeaks_modern(ctx: Context, wire: Wire) -> None:
         await ask(ctx, wire, wire.request("server/discover", {}))
 
 
-def error_code(answer: dict[str, Any] | None) -> Any:
-    error = answer.get("error") if answer is not None else None
-    return error.get("code") if isinstance(error, dict) else None
-
-
-def shown(ctx: Context, status: int | None, answer: dict[str, Any] | None) -> str:
+def described(status: int | None, answer: dict[str, Any] | None) -> str:
     """How an answer is named in a detail: "HTTP 400, error -32602"."""
     parts = [] if status is None else [f"HTTP {status}"]
     if answer is None:
@@ -99,7 +94,7 @@ def shown(ctx: Context, status: int | None, answer: dict[str, Any] | None) -> st
     elif "result" in answer:
         parts.append("a result")
     else:
-        parts.append(f"error {peer(ctx, error_code(answer))}")
+        parts.append(f"error {shown(error_code(answer))}")
     return ", ".join(parts)
 
 
@@ -207,7 +202,7 @@ def _judge_result_types(ctx: Context, wire: Wire, results: dict[str, Any]) -> No
     }
     if wrong:
         method, value = next(iter(wrong.items()))
-        ctx.failed(RESULT_TYPE, f"{method}'s result has resultType {peer(ctx, value)}", wire)
+        ctx.failed(RESULT_TYPE, f"{method}'s result has resultType {shown(value)}", wire)
     else:
         ctx.passed(RESULT_TYPE, f"complete (or absent) in {', '.join(objects)}", wire)
     missing = [m for m, r in objects.items() if "resultType" not in r]
@@ -265,7 +260,7 @@ async def meta_required(ctx: Context) -> None:
             # body has none: a HeaderMismatch (-32020) is as right as -32602 there.
             codes = (-32602, HEADER_MISMATCH) if http and key != CLIENT_CAPABILITIES else (-32602,)
             if error_code(answer) not in codes or (http and status != 400):
-                problems.append(f"{what}: {shown(ctx, status, answer)}")
+                problems.append(f"{what}: {described(status, answer)}")
         if problems:
             ctx.failed(META_REQUIRED, "; ".join(problems), wire)
         else:
@@ -291,7 +286,7 @@ def _judge_version_error(
             VERSION_ERROR, "no list method declared, and server/discover may answer any version"
         )
     elif error_code(answer) != UNSUPPORTED_VERSION:
-        ctx.failed(VERSION_ERROR, f"asked for {FUTURE}: {shown(ctx, status, answer)}", wire)
+        ctx.failed(VERSION_ERROR, f"asked for {FUTURE}: {described(status, answer)}", wire)
     elif status is not None and status != 400:
         ctx.failed(VERSION_ERROR, f"-32022 came with HTTP {status}, not 400", wire)
     elif (
@@ -333,7 +328,7 @@ async def removed_methods(ctx: Context) -> None:
         for method, params in _REMOVED:
             status, answer = await ask(ctx, wire, wire.request(method, dict(params)))
             if error_code(answer) != -32601 or (http and status != 404):
-                problems.append(f"{method}: {shown(ctx, status, answer)}")
+                problems.append(f"{method}: {described(status, answer)}")
             if method == "resources/subscribe" and answer is not None and "result" in answer:
                 # It took the subscription: leave nothing behind.
                 await ask(ctx, wire, wire.request("resources/unsubscribe", dict(params)))

@@ -12,13 +12,12 @@ from .modern import (
     HEADER_MISMATCH,
     UNSUPPORTED_VERSION,
     ask,
-    error_code,
+    described,
     list_method,
-    shown,
     speaks_modern,
 )
 from .rules import probe, rule
-from .wire import MODERN
+from .wire import MODERN, error_code
 
 if TYPE_CHECKING:
     from .httpwire import HttpWire
@@ -87,7 +86,7 @@ async def headers(ctx: Context) -> None:
                 code == HEADER_MISMATCH or (unsupported and code == UNSUPPORTED_VERSION)
             ):
                 continue
-            problems.append(f"{what}: {shown(ctx, status, answer)}")
+            problems.append(f"{what}: {described(status, answer)}")
         if problems:
             ctx.failed(HEADERS, "; ".join(problems), wire)
         else:

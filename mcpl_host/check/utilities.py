@@ -9,9 +9,9 @@ from typing import Any, Final
 
 from .calls import tool_calls
 from .context import Context
-from .listing import declared_lists, exchange, peer_line, read_list, shown
+from .listing import declared_lists, exchange, peer_line, read_list
 from .rules import Line, Verdict, probe, rule
-from .wire import MODERN, Received, Wire, is_response, same_id
+from .wire import MODERN, Received, Wire, error_code, is_response, same_id, shown
 
 # How long after the ping's answer a late answer to a notification is still awaited:
 # the server saw the notification before the ping, so anything it says about it is due.
@@ -255,14 +255,13 @@ async def pagination(ctx: Context) -> None:
         request = wire.request(kinds[0].method, {"cursor": INVALID_CURSOR})
         answer, _ = await exchange(wire, request, ctx.timeout)
         shown_cursor = f"{kinds[0].method} with cursor {INVALID_CURSOR!r}"
-        error = answer.get("error") if answer is not None else None
+        code = error_code(answer)
         if answer is None:
             wire.broken = True
             ctx.failed(INVALID_CURSOR_RULE, f"{shown_cursor} was not answered", wire.since(mark))
-        elif isinstance(error, dict) and error.get("code") == -32602:
+        elif code == -32602:
             ctx.passed(INVALID_CURSOR_RULE, f"{shown_cursor}: error -32602", wire.since(mark))
-        elif error is not None:
-            code = error.get("code") if isinstance(error, dict) else error
+        elif "error" in answer:
             ctx.failed(
                 INVALID_CURSOR_RULE,
                 f"{shown_cursor}: error {shown(code)}, not -32602",

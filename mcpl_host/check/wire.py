@@ -41,8 +41,10 @@ __all__ = [
     "Received",
     "StreamWire",
     "Wire",
+    "error_code",
     "is_response",
     "same_id",
+    "shown",
 ]
 
 MAX_LINE_BYTES: Final = 4 * 1024 * 1024
@@ -107,6 +109,24 @@ def is_response(value: Any, id_: Any = _ANY_ID) -> bool:
     if id_ is _ANY_ID:
         return "id" in value or "result" in value or "error" in value
     return "id" in value and same_id(value["id"], id_)
+
+
+def error_code(answer: Any) -> Any:
+    """The code of ``answer``'s error: None when it has none; the error member itself
+    when that is not an object (what the server sent, for a detail)."""
+    error = answer.get("error") if isinstance(answer, dict) else None
+    return error.get("code") if isinstance(error, dict) else error
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """A value the server sent, for a finding's detail: as JSON (``null``, ``true``,
+    ``"text"``), cut to ``limit`` characters. The Context escapes and redacts the whole
+    detail."""
+    try:
+        text = _ENCODER.encode(value).decode()
+    except (TypeError, ValueError, OverflowError, RecursionError, msgspec.EncodeError):
+        text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def same_id(a: object, b: object) -> bool:

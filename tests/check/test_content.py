@@ -53,7 +53,7 @@ async def test_tool_schemas_fail_on_an_input_schema_not_an_object() -> None:
     report = await run(_tools(string_input), *LISTED)
     finding = _finding(report, "content.tool-schemas")
     assert finding.verdict.value == "fail"
-    assert "'echo'" in finding.detail
+    assert '"echo"' in finding.detail
     assert verdict(report, "content.list-shapes") == "pass"
 
 
@@ -64,7 +64,7 @@ async def test_tool_schemas_fail_on_an_invalid_output_schema() -> None:
     report = await run(_tools(broken_output), "content.tool-schemas")
     finding = _finding(report, "content.tool-schemas")
     assert finding.verdict.value == "fail"
-    assert "'add'" in finding.detail
+    assert '"add"' in finding.detail
     assert "outputSchema" in finding.detail
 
 
@@ -75,7 +75,7 @@ async def test_tool_names_warn_on_a_bad_or_repeated_name() -> None:
     report = await run(_tools(bad), "content.tool-names")
     finding = _finding(report, "content.tool-names")
     assert finding.verdict.value == "warn"
-    assert "'echo it!'" in finding.detail
+    assert '"echo it!"' in finding.detail
 
     def repeated(tools: list[Any]) -> None:
         tools[1]["name"] = tools[0]["name"]

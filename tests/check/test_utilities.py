@@ -209,7 +209,7 @@ async def test_pagination_fails_on_a_duplicate() -> None:
     report = await run(fault, "utilities.pagination")
     finding = _finding(report, "utilities.pagination")
     assert finding.verdict.value == "fail"
-    assert "'echo'" in finding.detail
+    assert '"echo"' in finding.detail
     assert "twice" in finding.detail
 
 
