@@ -9,9 +9,14 @@ byte-stream transports' (stdio, TCP, Unix, WebSocket, in-memory); the HTTP one i
 :mod:`.httpwire`.
 
 Bounded against a hostile server: a line longer than :data:`MAX_LINE_BYTES` is dropped
-unread (the framing decoder never holds it whole), the transcript keeps the last
-:data:`TRANSCRIPT_LINES` lines, each cut to :data:`EVIDENCE_CHARS` characters after
-escaping and redaction, and every read has a deadline.
+unread (the framing decoder never holds it whole), what one exchange keeps of the lines
+it reads is at most 1000 lines and :data:`KEPT_BYTES` bytes (the middle dropped, the
+answer kept), the transcript keeps the last :data:`TRANSCRIPT_LINES` lines, each cut to
+:data:`EVIDENCE_CHARS` characters after escaping and redaction, and every read has a
+deadline.
+
+:func:`is_response`, :func:`error_code` and :func:`shown` are what every probe asks of
+a received value: whether it answers a request, its error's code, and how to show it.
 """
 
 from __future__ import annotations
