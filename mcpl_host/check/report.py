@@ -7,11 +7,11 @@ change that breaks a reader of it takes a new schema name.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..protocol.discover import SERVER_INFO
-from ..protocol.redact import log_value
+from ..protocol.redact import Redactor
 from .context import Facts
 from .rules import Finding, Verdict
 
@@ -24,11 +24,13 @@ _DIRECTIONS: Final = {"→": "sent", "←": "received", "·": "note"}
 @dataclass(frozen=True, slots=True)
 class Report:
     """``target`` describes the server (safe to show); ``facts`` is what the baseline
-    found (None when no rule was selected); ``findings`` are in the rules' order."""
+    found (None when no rule was selected); ``findings`` are in the rules' order;
+    ``redactor`` masks the server's secrets in what the server says it is."""
 
     target: str
     facts: Facts | None
     findings: tuple[Finding, ...]
+    redactor: Redactor = field(default_factory=Redactor)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -52,8 +54,8 @@ class Report:
             info = meta.get(SERVER_INFO) if isinstance(meta, dict) else None
         info = info if isinstance(info, dict) else {}
         return {
-            "name": _text(info.get("name")),
-            "version": _text(info.get("version")),
+            "name": self._text(info.get("name")),
+            "version": self._text(info.get("version")),
             "revision": facts.version,
             "modern": facts.modern,
         }
@@ -85,7 +87,7 @@ class Report:
             ],
         }
 
-
-def _text(value: object) -> str | None:
-    # Server-given names reach a terminal: escaped and cut like every peer text.
-    return log_value(value, 128) if isinstance(value, str) else None
+    def _text(self, value: object) -> str | None:
+        # Server-given names reach a terminal: masked, then escaped and cut (a secret cut
+        # first could no longer be found whole), like every peer text.
+        return self.redactor.log_value(value, 128) if isinstance(value, str) else None

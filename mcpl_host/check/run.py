@@ -81,7 +81,7 @@ async def check(
     findings = sorted(
         ctx.findings.values(), key=lambda f: (GROUPS.index(f.rule.group), order[f.rule.id])
     )
-    return Report(description, facts, tuple(findings))
+    return Report(description, facts, tuple(findings), ctx.redactor)
 
 
 async def _run(ctx: Context, probe: Probe, limiter: trio.CapacityLimiter) -> None:

@@ -189,8 +189,9 @@ async def test_the_stdio_process_rules() -> None:
     reports: dict[str, Report] = {}
 
     async def one(fault: str) -> None:
-        # A short grace: a server that ignores EOF costs it on every connection.
-        reports[fault] = await run_stdio(fault, *runs[fault], exit_grace=0.5)
+        # A short grace (a server that ignores EOF costs it on every connection), yet
+        # one a busy machine's Python exits within.
+        reports[fault] = await run_stdio(fault, *runs[fault], exit_grace=2.0)
 
     async with trio.open_nursery() as nursery:
         for fault in runs:
@@ -200,7 +201,7 @@ async def test_the_stdio_process_rules() -> None:
     assert "killed by signal 15" in _detail(reports["none"], term)
     # SHOULDs: a server that keeps running warns, and the evidence says so.
     assert verdict(reports["linger"], eof) == "warn"
-    assert reports["linger"].findings[0].evidence[-1].text == "still running after 0.5 s"
+    assert reports["linger"].findings[0].evidence[-1].text == "still running after 2 s"
     assert verdict(reports["ignore-sigterm"], term) == "warn"
     assert verdict(reports["stdout-noise"], stdout) == "fail"
     evidence = reports["stdout-noise"].findings[0].evidence

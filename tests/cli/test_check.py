@@ -41,7 +41,9 @@ SUMMARY = re.compile(
     r"^(\d+) rules?: (\d+) passed, (\d+) failed, (\d+) warnings?, (\d+) not applicable$", re.M
 )
 # Short bounds: the demo answers at once; the whole battery stays within seconds.
-FAST = ("--timeout", "2", "--exit-grace", "2")
+# A passing check never waits its timeout out (each probe ends on the answer it waits for),
+# so a long one costs nothing and keeps a busy machine's slow spawn from failing a rule.
+FAST = ("--timeout", "10", "--exit-grace", "5")
 NEWEST = "lifecycle.initialize-newest"
 PING = "lifecycle.ping-after-initialize"
 FAULTY = [sys.executable, "-m", "tests.check.faulty_stdio"]

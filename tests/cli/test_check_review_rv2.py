@@ -19,12 +19,12 @@ pytestmark = pytest.mark.timeout(10)
 SECRET = "tok-8c1f2e9a7b"
 
 
-def _report() -> Report:
+def _report(redactor: Redactor) -> Report:
     # A server that puts its configured token in serverInfo.name (as the LEAKY server of
     # tests/cli/test_check.py does), between 110 characters of padding and 21 more.
     info = {"name": "a" * 110 + SECRET + " " + "b" * 20, "version": "1.0"}
     facts = Facts(version="2025-11-25", initialize={"serverInfo": info, "capabilities": {}})
-    return Report("stdio:leaky", facts, ())
+    return Report("stdio:leaky", facts, (), redactor)
 
 
 def test_a_secret_cut_in_the_server_name_is_still_masked() -> None:
@@ -34,8 +34,8 @@ def test_a_secret_cut_in_the_server_name_is_still_masked() -> None:
     # cut, so its first 12 characters survive, and neither the text renderer's redaction
     # nor write_json's can match what is left of it.
     redactor = Redactor([SECRET])
-    text = render_check(_report(), redactor, Style(False))
+    text = render_check(_report(redactor), redactor, Style(False))
     out = io.StringIO()
-    write_json(_report().to_json(), redactor, out)
+    write_json(_report(redactor).to_json(), redactor, out)
     for shown in (text, out.getvalue()):
         assert SECRET[:8] not in shown, shown
