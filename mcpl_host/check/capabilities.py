@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any, Final
 
 from .context import Context
-from .listing import METHOD_NOT_FOUND, exchange, shown
+from .listing import METHOD_NOT_FOUND, exchange
 from .rules import Line, probe, rule
-from .wire import MODERN
+from .wire import MODERN, error_code, shown
 
 CAPABILITIES_AGREE = rule(
     "content.capabilities-agree",
@@ -24,6 +24,8 @@ UNDECLARED = rule(
     section="basic/lifecycle#capability-negotiation",
     level="SHOULD",
 )
+# The revision that added the completions capability ("Added completions capability").
+_COMPLETIONS_SINCE: Final = "2025-03-26"
 # A harmless request per capability: nothing is written, the level set is this fresh
 # session's own. completion/complete names a prompt no server has, so a server that
 # serves the method answers -32602 (or an empty completion): either is "served".
@@ -45,11 +47,6 @@ _PROBES: Final[dict[str, tuple[tuple[str, dict[str, Any]], ...]]] = {
 }
 
 
-def _code(answer: dict[str, Any]) -> Any:
-    error = answer.get("error")
-    return error.get("code") if isinstance(error, dict) else error
-
-
 def _served_problem(method: str, answer: dict[str, Any] | None) -> str | None:
     """Why a declared capability's ``method`` was not served (None: it was)."""
     if answer is None:
@@ -58,9 +55,9 @@ def _served_problem(method: str, answer: dict[str, Any] | None) -> str | None:
         return None
     # completion/complete names a prompt that does not exist: any error but "no such
     # method" shows the method is served.
-    if method == "completion/complete" and _code(answer) != METHOD_NOT_FOUND:
+    if method == "completion/complete" and error_code(answer) != METHOD_NOT_FOUND:
         return None
-    return f"was answered with error {shown(_code(answer))}"
+    return f"was answered with error {shown(error_code(answer))}"
 
 
 def _refusal_problem(answer: dict[str, Any] | None) -> str | None:
@@ -69,8 +66,8 @@ def _refusal_problem(answer: dict[str, Any] | None) -> str | None:
         return "was not answered"
     if "result" in answer:
         return "was answered with a result"
-    if _code(answer) != METHOD_NOT_FOUND:
-        return f"was answered with error {shown(_code(answer))}, not -32601"
+    if error_code(answer) != METHOD_NOT_FOUND:
+        return f"was answered with error {shown(error_code(answer))}, not -32601"
     return None
 
 
@@ -86,6 +83,9 @@ async def capabilities_agree(ctx: Context) -> None:
         for capability, requests in _PROBES.items():
             if capability == "logging" and wire.version == MODERN:
                 continue  # 2026-07-28 has no logging/setLevel
+            if capability == "completions" and (wire.version or MODERN) < _COMPLETIONS_SINCE:
+                # 2024-11-05 serves completion/complete with no capability to declare.
+                continue
             verdicts, lines = (
                 (declared, evidence) if capability in caps else (undeclared, undeclared_evidence)
             )

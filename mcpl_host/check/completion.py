@@ -8,9 +8,9 @@ import re
 from typing import Any, Final
 
 from .context import Context
-from .listing import LISTS, exchange, read_list, shown
+from .listing import LISTS, exchange, read_list
 from .rules import probe, rule
-from .wire import Wire
+from .wire import Wire, error_code, shown
 
 MAX_VALUES: Final = 100
 # A URI template's first variable (RFC 6570): {name}, {+name}, {#name}, {name*}...
@@ -56,10 +56,7 @@ def _problem(answer: dict[str, Any] | None) -> str | None:
     if answer is None:
         return "not answered"
     if "error" in answer:
-        error = answer["error"]
-        return (
-            f"answered with error {shown(error.get('code') if isinstance(error, dict) else error)}"
-        )
+        return f"answered with error {shown(error_code(answer))}"
     result = answer.get("result")
     completion = result.get("completion") if isinstance(result, dict) else None
     if not isinstance(completion, dict):

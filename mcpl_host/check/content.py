@@ -5,14 +5,15 @@ Capabilities against the methods that answer are in :mod:`.capabilities`."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, Final
 
 from ..client.schema import UnsupportedSchema, compile_schema, validator_for
 from .calls import tool_calls
 from .context import Context
-from .listing import LISTS, Listing, ListKind, declared_lists, read_list, shown
+from .listing import LISTS, Listing, ListKind, declared_lists, read_list
 from .rules import Line, Verdict, probe, rule
-from .wire import MODERN
+from .wire import MODERN, shown
 
 TOOL_SCHEMAS = rule(
     "content.tool-schemas",
@@ -69,25 +70,35 @@ def _item_problem(kind: ListKind, item: Any) -> str | None:
     return None
 
 
-def _schema_problem(tool: dict[str, Any], version: str | None) -> str | None:
+def _schema_problem(tool: dict[str, Any], version: str | None) -> tuple[str, bool] | None:
+    """What is wrong with ``tool``'s schemas, and whether it is the server's fault: True
+    for a schema that is not a valid JSON Schema (a failure), False for one the checker
+    will not check here (a remote ``$ref``, an unknown dialect, past its bounds: the rule
+    is not settled). None: both schemas are valid."""
     name = shown(tool.get("name"), 40)
     schema = tool.get("inputSchema")
     if not isinstance(schema, dict) or schema.get("type") != "object":
-        return f"tool {name}'s inputSchema is not of type object"
+        return f"tool {name}'s inputSchema is not of type object", True
     try:
         compile_schema(schema)
     except UnsupportedSchema as exc:
-        return f"tool {name}'s inputSchema is not a usable JSON Schema: {exc}"
+        return _refused(f"tool {name}'s inputSchema", exc)
     if "outputSchema" not in tool:
         return None
     output = tool["outputSchema"]
     if version != MODERN and (not isinstance(output, dict) or output.get("type") != "object"):
-        return f"tool {name}'s outputSchema is not of type object"
+        return f"tool {name}'s outputSchema is not of type object", True
     try:
         compile_schema(output)
     except UnsupportedSchema as exc:
-        return f"tool {name}'s outputSchema is not a usable JSON Schema: {exc}"
+        return _refused(f"tool {name}'s outputSchema", exc)
     return None
+
+
+def _refused(what: str, exc: UnsupportedSchema) -> tuple[str, bool]:
+    if exc.malformed:
+        return f"{what} is not a valid JSON Schema: {exc}", True
+    return f"{what} was not checked: {exc}", False
 
 
 def _name_problems(tools: list[Any]) -> list[str]:
@@ -105,14 +116,27 @@ def _name_problems(tools: list[Any]) -> list[str]:
 
 
 def _judge_problems(
-    ctx: Context, rule_id: str, problems: list[str], ok: str, evidence: Any
+    ctx: Context,
+    rule_id: str,
+    problems: list[str],
+    ok: str,
+    evidence: Any,
+    *,
+    unsettled: Sequence[str] = (),
 ) -> None:
+    """Fail on ``problems``; else warn on ``unsettled`` (what the checker could not
+    judge either way); else pass."""
     if problems:
-        more = len(problems) - _MAX_PROBLEMS
-        detail = "; ".join(problems[:_MAX_PROBLEMS]) + (f"; and {more} more" if more > 0 else "")
-        ctx.failed(rule_id, detail, evidence)
+        ctx.failed(rule_id, _listed(problems), evidence)
+    elif unsettled:
+        ctx.judge(rule_id, Verdict.WARN, _listed(unsettled), evidence)
     else:
         ctx.passed(rule_id, ok, evidence)
+
+
+def _listed(found: Sequence[str]) -> str:
+    more = len(found) - _MAX_PROBLEMS
+    return "; ".join(found[:_MAX_PROBLEMS]) + (f"; and {more} more" if more > 0 else "")
 
 
 @probe(TOOL_SCHEMAS, TOOL_NAMES, LIST_SHAPES)
@@ -133,9 +157,11 @@ async def listed_content(ctx: Context) -> None:
         ctx.failed(TOOL_NAMES, f"could not read the tools: {tools.problem}", tools.evidence)
     else:
         items = [t for t in tools.items if isinstance(t, dict)]
-        problems = [p for p in (_schema_problem(t, version) for t in items) if p is not None]
+        judged = [p for p in (_schema_problem(t, version) for t in items) if p is not None]
+        problems = [problem for problem, malformed in judged if malformed]
+        unchecked = [problem for problem, malformed in judged if not malformed]
         ok = f"{len(items)} tools, each schema valid"
-        _judge_problems(ctx, TOOL_SCHEMAS, problems, ok, tools.evidence)
+        _judge_problems(ctx, TOOL_SCHEMAS, problems, ok, tools.evidence, unsettled=unchecked)
         if version is not None and version < "2025-11-25":
             ctx.not_applicable(
                 TOOL_NAMES, f"the server speaks {version}: the rules came in 2025-11-25"
@@ -147,18 +173,22 @@ async def listed_content(ctx: Context) -> None:
         ctx.not_applicable(LIST_SHAPES, "the server declares no tools, resources or prompts")
         return
     shape_problems: list[str] = []
+    unread: list[str] = []  # lists read only up to the checker's page bound
     evidence: list[Line] = []
     count = 0
     for listing in listings.values():
         found = [p for p in (_item_problem(listing.kind, i) for i in listing.items) if p]
         if listing.problem is not None:
-            found.insert(0, listing.problem)
+            if listing.bounded:
+                unread.append(listing.problem)
+            else:
+                found.insert(0, listing.problem)
         shape_problems += found
         count += len(listing.items)
-        if found or not evidence:
+        if found or listing.bounded or not evidence:
             evidence += listing.evidence
     ok = f"{count} items in {len(listings)} lists, each with its required members"
-    _judge_problems(ctx, LIST_SHAPES, shape_problems, ok, evidence)
+    _judge_problems(ctx, LIST_SHAPES, shape_problems, ok, evidence, unsettled=unread)
 
 
 STRUCTURED_CONTENT = rule(
@@ -171,6 +201,8 @@ STRUCTURED_CONTENT = rule(
 
 
 def _call_problem(result: Any, tool: dict[str, Any] | None) -> str | None:
+    """What is wrong with a call's ``result``. Raises UnsupportedSchema when the tool's
+    outputSchema cannot be checked here (malformed: content.tool-schemas' finding)."""
     if not isinstance(result, dict):
         return "the result is not an object"
     content = result.get("content")
@@ -184,10 +216,7 @@ def _call_problem(result: Any, tool: dict[str, Any] | None) -> str | None:
         return None  # a tool error, or nothing promised: no structuredContent is due
     if "structuredContent" not in result:
         return "no structuredContent, though the tool declares an outputSchema"
-    try:
-        validator = validator_for(tool["outputSchema"])
-    except UnsupportedSchema:
-        return None  # tool-schemas' finding
+    validator = validator_for(tool["outputSchema"])  # UnsupportedSchema: the caller's
     errors = validator.errors(result["structuredContent"], limit=1)
     if errors:
         where = errors[0].path or "/"
@@ -209,8 +238,13 @@ async def structured_content(ctx: Context) -> None:
         elif "result" not in call.answer:
             unsettled.append(f"tool {name}: the call was answered with an error")
         else:
+            try:
+                problem = _call_problem(call.answer["result"], run.tools.get(call.name))
+            except UnsupportedSchema as exc:
+                why = "malformed" if exc.malformed else "not checked here"
+                unsettled.append(f"tool {name}: its outputSchema is {why}: {exc}")
+                continue
             checked += 1
-            problem = _call_problem(call.answer["result"], run.tools.get(call.name))
             if problem is not None:
                 problems.append(f"tool {name}: {problem}")
     evidence: tuple[Line, ...] = run.evidence[-20:]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from .rules import Line, Verdict
-from .wire import MODERN, Received, same_id
+from .wire import MODERN, Received, is_response, same_id, shown
 
 if TYPE_CHECKING:
     from .context import Context
@@ -48,13 +48,7 @@ class Fenced:
 
 
 def _is_answer_to(line: Received, id_: Any) -> bool:
-    value = line.value
-    return (
-        isinstance(value, dict)
-        and "method" not in value
-        and "id" in value
-        and same_id(value["id"], id_)
-    )
+    return is_response(line.value, id_)
 
 
 def _is_response(line: Received, fence_id: Any) -> bool:
@@ -175,16 +169,6 @@ def dead(ctx: Context, rule_id: str, out: Fenced, what: str) -> bool:
     if problem is not None:
         ctx.judge(rule_id, Verdict.FAIL, problem, out.evidence)
     return problem is not None
-
-
-def shown(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, str):
-        return f'"{value}"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def refusal(

@@ -1,7 +1,7 @@
 """HTTP rules, part one: what a POST is answered with, Accept, and Origin (Streamable
 HTTP, basic/transports from 2025-03-26; basic/transports/streamable-http on 2026-07-28).
 
-Every HTTP probe sends its requests with :meth:`~.httpwire.HttpWire.exchange`, headers
+Every HTTP probe sends its requests with :meth:`~.httpwire.HttpWire.http_request`, headers
 spelled out, so the status and content type of each answer are seen as they were; the
 target's own headers (authorization) go along on every one, from ``wire.headers()``.
 The rules are n/a on other transports. The helpers here serve :mod:`.http_session` and
@@ -18,7 +18,7 @@ import msgspec
 
 from .context import Context, Facts
 from .rules import probe, rule
-from .wire import CLIENT_INFO, MODERN, Wire, same_id
+from .wire import CLIENT_INFO, MODERN, Wire, is_response, shown
 
 if TYPE_CHECKING:
     from .httpwire import Exchange, HttpWire
@@ -37,14 +37,6 @@ async def http_only(ctx: Context, *rule_ids: str) -> bool:
     return False
 
 
-def peer(ctx: Context, value: Any, limit: int = 60) -> str:
-    """A value the server sent, made safe for a finding's detail (escaped, cut,
-    redacted)."""
-    if isinstance(value, str):
-        return ctx.redactor.log_value(value, limit)
-    return ctx.redactor.log_json(value, limit)
-
-
 def encode(message: Any) -> bytes:
     return _ENCODER.encode(message)
 
@@ -53,15 +45,7 @@ def answer_in(exchange: Exchange | None, id_: Any) -> dict[str, Any] | None:
     """The response with ``id_`` among what ``exchange`` carried (None: none)."""
     if exchange is None:
         return None
-    for message in exchange.messages():
-        if (
-            isinstance(message, dict)
-            and "method" not in message
-            and "id" in message
-            and same_id(message["id"], id_)
-        ):
-            return message
-    return None
+    return next((m for m in exchange.messages() if is_response(m, id_)), None)
 
 
 def status_of(exchange: Exchange | None) -> str:
@@ -136,7 +120,7 @@ async def content_type(ctx: Context) -> None:
                 "params": {"requestId": "mcpl-host-check-none"},
             }
         line = encode(message)
-        done = await wire.exchange("POST", wire.headers(line), line)
+        done = await wire.http_request("POST", wire.headers(line), line)
         _judge_content_type(ctx, wire, done, message["id"])
         if done is not None and facts.version is not None:
             session = done.posted.headers.get("mcp-session-id")
@@ -144,21 +128,21 @@ async def content_type(ctx: Context) -> None:
             wire.version = facts.version
         line = encode(notification)
         mark = wire.mark()
-        note = await wire.exchange("POST", wire.headers(line), line)
+        note = await wire.http_request("POST", wire.headers(line), line)
         _judge_notification(ctx, wire, note, mark, modern=facts.version is None)
         if wire.session_id is not None:
-            await wire.exchange("DELETE", wire.headers())  # leave no session behind
+            await wire.http_request("DELETE", wire.headers())  # leave no session behind
 
 
 def _judge_content_type(ctx: Context, wire: Wire, done: Exchange | None, id_: Any) -> None:
     if done is None:
         ctx.failed(CONTENT_TYPE, "the POST got no HTTP answer", wire)
         return
-    kind = peer(ctx, done.posted.content_type or "no content type")
+    kind = done.posted.content_type
     if done.posted.status != 200:
         ctx.failed(CONTENT_TYPE, f"the request was answered HTTP {done.posted.status}", wire)
     elif kind not in ("application/json", "text/event-stream"):
-        ctx.failed(CONTENT_TYPE, f"the request was answered with {kind}", wire)
+        ctx.failed(CONTENT_TYPE, f"the request was answered with {shown(kind or None)}", wire)
     elif answer_in(done, id_) is None:
         ctx.failed(CONTENT_TYPE, f"the {kind} answer holds no response with id {id_}", wire)
     else:
@@ -206,7 +190,7 @@ async def accept(ctx: Context) -> None:
     async with request_line(ctx, await ctx.facts()) as (wire, line, id_):
         mark = wire.mark()
         wire.note("·", "sent with Accept: text/html")
-        done = await wire.exchange(
+        done = await wire.http_request(
             "POST", replaced(wire.headers(line), "Accept", "text/html"), line
         )
         evidence = wire.since(mark)
@@ -247,7 +231,7 @@ async def origin(ctx: Context) -> None:
         mark = wire.mark()
         wire.note("·", f"sent with Origin: {ATTACKER_ORIGIN}")
         headers = replaced(wire.headers(line), "Origin", ATTACKER_ORIGIN)
-        done = await wire.exchange("POST", headers, line)
+        done = await wire.http_request("POST", headers, line)
         evidence = wire.since(mark)
         served = done is not None and answer_in(done, id_) is not None
         refused = done is not None and 400 <= done.posted.status < 500 and not served
@@ -262,7 +246,7 @@ async def origin(ctx: Context) -> None:
             )
         if not names_403:
             ctx.not_applicable(
-                ORIGIN_403, f"the server speaks {peer(ctx, facts.version)}, which names no status"
+                ORIGIN_403, f"the server speaks {shown(facts.version)}, which names no status"
             )
         elif not refused:
             ctx.not_applicable(ORIGIN_403, "the request was not refused (see http.origin)")

@@ -8,8 +8,9 @@ import secrets
 from typing import TYPE_CHECKING, cast
 
 from .context import Context
-from .http import answer_in, encode, http_only, peer, replaced, status_of, without
-from .rules import probe, rule
+from .http import answer_in, encode, http_only, replaced, status_of, without
+from .rules import Verdict, probe, rule
+from .wire import shown
 
 if TYPE_CHECKING:
     from .httpwire import HttpWire
@@ -22,7 +23,8 @@ SESSION_ID = rule(
 )
 SESSION_REQUIRED = rule(
     "http.session-required",
-    "a request without the session id the server assigned is answered 400 Bad Request",
+    "a server that requires the session id it assigned answers a request without it "
+    "with 400 Bad Request",
     revision="2025-03-26",
     section="basic/transports#session-management",
     level="SHOULD",
@@ -77,7 +79,7 @@ async def session_id(ctx: Context) -> None:
         return
     async with ctx.session() as plain:
         wire = cast("HttpWire", plain)
-        assigned = wire.posts[0].headers.get("mcp-session-id") if wire.posts else None
+        assigned = wire.session_id
         if assigned is None:
             for rule_id in rules:
                 ctx.not_applicable(rule_id, "initialize's answer carries no Mcp-Session-Id")
@@ -92,12 +94,19 @@ async def session_id(ctx: Context) -> None:
         line = encode(message)
         mark = wire.mark()
         wire.note("·", "sent without Mcp-Session-Id")
-        done = await wire.exchange("POST", without(wire.headers(line), "Mcp-Session-Id"), line)
+        done = await wire.http_request("POST", without(wire.headers(line), "Mcp-Session-Id"), line)
         evidence = wire.since(mark)
         if done is not None and done.posted.status == 400:
             ctx.passed(SESSION_REQUIRED, "answered 400", evidence)
         elif answer_in(done, message["id"]) is not None:
-            ctx.failed(SESSION_REQUIRED, "served a request without the session id", evidence)
+            # "Servers that require a session ID SHOULD respond ... with HTTP 400": this
+            # one serves without it, so it does not require one.
+            ctx.judge(
+                SESSION_REQUIRED,
+                Verdict.NA,
+                "the server serves a request without its session id: it does not require one",
+                evidence,
+            )
         else:
             ctx.failed(SESSION_REQUIRED, f"answered {status_of(done)}, not 400", evidence)
         message = wire.request("ping")
@@ -105,7 +114,7 @@ async def session_id(ctx: Context) -> None:
         mark = wire.mark()
         unknown = "mcpl-host-check-" + secrets.token_hex(8)
         wire.note("·", f"sent with Mcp-Session-Id: {unknown}")
-        done = await wire.exchange(
+        done = await wire.http_request(
             "POST", replaced(wire.headers(line), "Mcp-Session-Id", unknown), line
         )
         evidence = wire.since(mark)
@@ -124,7 +133,7 @@ async def delete(ctx: Context) -> None:
         if wire.session_id is None:
             ctx.not_applicable(DELETE, "initialize's answer carries no Mcp-Session-Id")
             return
-        done = await wire.exchange("DELETE", wire.headers())
+        done = await wire.http_request("DELETE", wire.headers())
         if done is not None and done.posted.status == 405:
             ctx.not_applicable(
                 DELETE, "the server answers DELETE 405: clients may not end sessions"
@@ -135,7 +144,7 @@ async def delete(ctx: Context) -> None:
             return
         message = wire.request("ping")
         line = encode(message)
-        after = await wire.exchange("POST", wire.headers(line), line)
+        after = await wire.http_request("POST", wire.headers(line), line)
         if after is not None and after.posted.status == 404:
             ctx.passed(DELETE, "after DELETE, the session's requests are answered 404", wire)
         else:
@@ -153,9 +162,7 @@ async def version_header(ctx: Context) -> None:
     assert version is not None
     if version < "2025-06-18":
         for rule_id in rules:
-            ctx.not_applicable(
-                rule_id, f"the server speaks {peer(ctx, version)}, before the header"
-            )
+            ctx.not_applicable(rule_id, f"the server speaks {shown(version)}, before the header")
         return
     async with ctx.borrow() as plain:
         wire = cast("HttpWire", plain)
@@ -163,7 +170,7 @@ async def version_header(ctx: Context) -> None:
         line = encode(message)
         mark = wire.mark()
         wire.note("·", "sent with MCP-Protocol-Version: 1999-01-01")
-        done = await wire.exchange(
+        done = await wire.http_request(
             "POST", replaced(wire.headers(line), "MCP-Protocol-Version", "1999-01-01"), line
         )
         evidence = wire.since(mark)
@@ -175,7 +182,7 @@ async def version_header(ctx: Context) -> None:
         line = encode(message)
         mark = wire.mark()
         wire.note("·", "sent without MCP-Protocol-Version")
-        done = await wire.exchange(
+        done = await wire.http_request(
             "POST", without(wire.headers(line), "MCP-Protocol-Version"), line
         )
         evidence = wire.since(mark)

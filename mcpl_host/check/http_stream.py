@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, cast
 
 from ..protocol.sse import SseEvent
 from .context import Context
-from .http import encode, http_only, peer, replaced, status_of
+from .http import encode, http_only, replaced, status_of
 from .http_session import _handshake_era
 from .rules import probe, rule
+from .wire import shown
 
 if TYPE_CHECKING:
     from .httpwire import HttpWire
@@ -47,13 +48,13 @@ async def get_stream(ctx: Context) -> None:
         wire = cast("HttpWire", plain)
         message = wire.request("ping")
         line = encode(message)
-        posted = await wire.exchange("POST", wire.headers(line), line)
+        posted = await wire.http_request("POST", wire.headers(line), line)
         stream = posted.events if posted is not None else []
         if _with_id(stream):
             await _resume(ctx, wire, stream)
         mark = wire.mark()
         headers = replaced(wire.headers(), "Accept", "text/event-stream")
-        got = await wire.exchange(
+        got = await wire.http_request(
             "GET", headers, wait=min(_GET_GRACE, ctx.timeout), until=lambda e: bool(_with_id(e))
         )
         evidence = wire.since(mark)
@@ -66,7 +67,7 @@ async def get_stream(ctx: Context) -> None:
         ):
             ctx.passed(GET_STREAM, "answered with an event stream", evidence)
         else:
-            kind = peer(ctx, got.posted.content_type) if got is not None else ""
+            kind = shown(got.posted.content_type) if got is not None else ""
             ctx.failed(GET_STREAM, f"answered {status_of(got)} {kind}".strip(), evidence)
         if RESUMPTION in ctx.findings or not ctx.wants(RESUMPTION):
             return
@@ -91,7 +92,7 @@ async def _resume(ctx: Context, wire: HttpWire, stream: list[SseEvent]) -> None:
     def complete(events: list[SseEvent]) -> bool:
         return all(data in {e.data for e in events} for data in after)
 
-    got = await wire.exchange("GET", headers, wait=ctx.timeout, until=complete)
+    got = await wire.http_request("GET", headers, wait=ctx.timeout, until=complete)
     evidence = wire.since(mark)
     if got is not None and got.posted.status in (404, 405):
         ctx.passed(
@@ -99,18 +100,18 @@ async def _resume(ctx: Context, wire: HttpWire, stream: list[SseEvent]) -> None:
         )
         return
     if got is None or got.posted.status != 200 or got.posted.content_type != "text/event-stream":
-        kind = peer(ctx, got.posted.content_type) if got is not None else ""
+        kind = shown(got.posted.content_type) if got is not None else ""
         ctx.failed(RESUMPTION, f"answered {status_of(got)} {kind}".strip(), evidence)
         return
     again = [e for e in got.events if (e.data and e.data in before) or e.id in before_ids]
     if again:
         ctx.failed(
-            RESUMPTION, f"replayed {len(again)} event(s) sent before {peer(ctx, last_id)}", evidence
+            RESUMPTION, f"replayed {len(again)} event(s) sent before {shown(last_id)}", evidence
         )
         return
     replayed = sum(1 for data in after if data in {e.data for e in got.events})
     ctx.passed(
         RESUMPTION,
-        f"replayed {replayed} of the {len(after)} event(s) after {peer(ctx, last_id)}",
+        f"replayed {replayed} of the {len(after)} event(s) after {shown(last_id)}",
         evidence,
     )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -30,13 +30,25 @@ from ..protocol.profiles import KNOWN_REVISIONS
 from ..protocol.redact import Redactor
 from ..protocol.sse import SseDecoder, SseEvent
 from ..transports.targets import HttpTarget
-from .wire import MAX_LINE_BYTES, MODERN, UNANSWERED, Wire, request_ids, same_id
+from .wire import (
+    KEPT_BYTES,
+    MAX_LINE_BYTES,
+    MODERN,
+    UNANSWERED,
+    Received,
+    Wire,
+    is_response,
+    request_ids,
+    same_id,
+)
 
 __all__ = ["Exchange", "HttpWire", "Posted"]
 
 ACCEPT: Final = "application/json, text/event-stream"
 # Lines waiting to be read; a POST's reader waits when the probe reads no more.
 _QUEUE: Final = 256
+# Refusal bodies remembered (is_refusal), against a server that refuses every POST.
+_REFUSALS: Final = 64
 
 
 class _Ended:
@@ -57,7 +69,7 @@ class Posted:
 
 @dataclass(frozen=True, slots=True)
 class Exchange:
-    """One request of :meth:`HttpWire.exchange`: the status and headers, the events of
+    """One request of :meth:`HttpWire.http_request`: the status and headers, the events of
     an event stream (with their ids), or the messages of any other body."""
 
     posted: Posted
@@ -99,6 +111,7 @@ class HttpWire(Wire):
         self._new_post = trio.Event()  # set (and replaced) as each POST begins answering
         self._send_lines, self._lines = trio.open_memory_channel[bytes | _Ended](_QUEUE)
         self._open_posts = 0
+        self._refusals: set[bytes] = set()  # bodies of 4xx answers to notifications
 
     def headers(self, line: bytes | None = None) -> dict[str, str]:
         """The headers a client sends with ``line`` (None: a GET or DELETE)."""
@@ -120,18 +133,7 @@ class HttpWire(Wire):
         self._open_posts += 1
         self._nursery.start_soon(self._post, line, self.headers(line))
 
-    async def post(
-        self, line: bytes, headers: Mapping[str, str]
-    ) -> tuple[Posted, list[bytes]] | None:
-        """POST ``line`` with exactly ``headers``; the outcome and the messages of the
-        answer, read whole (None if the server could not be reached). The line, the
-        status and the messages go into the transcript."""
-        done = await self.exchange("POST", headers, line)
-        if done is None:
-            return None
-        return done.posted, [e.data.encode() for e in done.events if e.data] + done.body
-
-    async def exchange(
+    async def http_request(
         self,
         verb: str,
         headers: Mapping[str, str],
@@ -143,10 +145,12 @@ class HttpWire(Wire):
         """One HTTP request with exactly ``headers`` (and ``line`` as its body), outside
         the wire's session bookkeeping: for the probes of the HTTP rules themselves.
 
-        A JSON body is read whole (bounded); an event stream is read until it ends,
-        ``until(events so far)`` is true, or ``wait`` seconds (default: the client's
-        timeout) pass, which suits a GET stream that never ends. None if the server
-        could not be reached. Everything goes into the transcript."""
+        Two limits: the status and headers must come within the client's timeout (the
+        check's); then a JSON body is read whole (bounded), an event stream until it
+        ends, ``until(events so far)`` is true, or ``wait`` seconds (default: the
+        client's timeout) pass, which suits a GET stream that never ends. None if the
+        server could not be reached or sent no headers in time. Everything goes into
+        the transcript."""
         if line is not None:
             self.note("→", line.decode("utf-8", "replace"))
             ids = _request_ids(line)
@@ -156,16 +160,18 @@ class HttpWire(Wire):
         events: list[SseEvent] = []
         body: list[bytes] = []
         posted: Posted | None = None
-        limit = wait if wait is not None else self.client.timeout.read or 5.0
+        limit = self.client.timeout.read or 5.0
 
         async def deliver(data: bytes) -> None:
             body.append(data)
 
-        with trio.move_on_after(limit):
+        with trio.move_on_after(limit) as scope:
             try:
                 async with self.client.stream(verb, self.url, content=line, headers=headers) as r:
                     posted = Posted(r.status_code, r.headers)
                     self._note_status(verb, posted)
+                    # The headers came in time: ``wait`` bounds the reading alone.
+                    scope.deadline = trio.current_time() + (limit if wait is None else wait)
                     if posted.content_type == "text/event-stream":
                         await self._read_events(r, events, until)
                     else:
@@ -186,22 +192,26 @@ class HttpWire(Wire):
         events: list[SseEvent],
         until: Callable[[list[SseEvent]], bool] | None,
     ) -> None:
-        # Reading stops by a cancel, not a return: the cancel ends httpx's chain of
-        # stream iterators, where a return would leave them to the garbage collector.
         if until is not None and until(events):
             return  # nothing to wait for: the status was the point
-        decoder = SseDecoder(MAX_LINE_BYTES)
-        with trio.CancelScope() as reading:
-            async for chunk in response.aiter_bytes():
-                for event in decoder.feed(chunk):
-                    if len(events) >= _QUEUE:
-                        reading.cancel()  # bounded: a stream that never stops talking
-                        break
-                    events.append(event)
-                    shown = f"id {event.id}: " if event.id is not None else ""
-                    self.note("←", shown + (event.data or "(no data)"))
-                if until is not None and until(events):
-                    reading.cancel()
+        kept = 0
+
+        async def keep(event: SseEvent) -> bool:
+            nonlocal kept
+            size = len(event.data or "")
+            if len(events) >= _QUEUE or kept + size > KEPT_BYTES:
+                # Bounded: a stream that never stops talking.
+                self.note(
+                    "·", f"past {_QUEUE} events or {KEPT_BYTES // 2**20} MiB: the rest unread"
+                )
+                return False
+            kept += size
+            events.append(event)
+            shown = f"id {event.id}: " if event.id is not None else ""
+            self.note("←", shown + (event.data or "(no data)"))
+            return until is None or not until(events)
+
+        await _each_event(response, keep)
 
     async def _post(self, line: bytes, headers: dict[str, str]) -> None:
         try:
@@ -214,7 +224,13 @@ class HttpWire(Wire):
                 session = r.headers.get("mcp-session-id")
                 if session is not None and self.session_id is None:
                     self.session_id = session
-                await self._read_body(r, posted, self._send_lines.send)
+                deliver = self._send_lines.send
+                if 400 <= posted.status < 500 and _only_notifications(line):
+                    # "If the server cannot accept the input, it MUST return an HTTP error
+                    # status code ... The HTTP response body MAY comprise a JSON-RPC error
+                    # response that has no id": the POST's refusal, not an answer.
+                    deliver = functools.partial(self._deliver_refusal, deliver)
+                await self._read_body(r, posted, deliver)
         except (httpx.HTTPError, ValueError, UnicodeError) as exc:
             # ValueError, UnicodeError: a header httpx cannot send (text of the server's
             # own, say) fails this request, not the probe.
@@ -225,24 +241,41 @@ class HttpWire(Wire):
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             await self._send_lines.send(_Ended(_request_ids(line)))
 
+    async def _deliver_refusal(
+        self, deliver: Callable[[bytes], Awaitable[None]], data: bytes
+    ) -> None:
+        if len(self._refusals) < _REFUSALS:
+            self._refusals.add(data)
+        await deliver(data)
+
+    def is_refusal(self, line: Received) -> bool:
+        value = line.value
+        return (
+            line.raw in self._refusals
+            and isinstance(value, dict)
+            and "error" in value
+            and value.get("id") is None
+        )
+
     def _note_status(self, verb: str, posted: Posted) -> None:
         shown = posted.content_type or "no content type"
         self.note("·", f"{verb} → HTTP {posted.status} ({shown})")
 
     async def _read_body(self, response: httpx.Response, posted: Posted, deliver: Any) -> None:
         if posted.content_type == "text/event-stream":
-            decoder = SseDecoder(MAX_LINE_BYTES)
-            with trio.CancelScope() as reading:  # a cancel, not a raise: see _read_events
-                async for chunk in response.aiter_bytes():
-                    for event in decoder.feed(chunk):
-                        if event.data and not reading.cancel_called:
-                            try:
-                                await deliver(event.data.encode())
-                            except trio.ClosedResourceError:
-                                reading.cancel()  # the probe is done with this wire
+
+            async def forward(event: SseEvent) -> bool:
+                if event.data:
+                    try:
+                        await deliver(event.data.encode())
+                    except trio.ClosedResourceError:
+                        return False  # the probe is done with this wire
+                return True
+
+            await _each_event(response, forward)
             return
         body = bytearray()
-        with trio.CancelScope() as reading:  # a cancel, not a return: see _read_events
+        with trio.CancelScope() as reading:  # a cancel, not a return: see _each_event
             async for chunk in response.aiter_bytes():
                 if reading.cancel_called:
                     continue  # chunks already buffered come without a checkpoint
@@ -283,6 +316,23 @@ class HttpWire(Wire):
         await self.client.aclose()
 
 
+async def _each_event(
+    response: httpx.Response, handle: Callable[[SseEvent], Awaitable[bool]]
+) -> None:
+    """Hand each event of ``response``'s event stream to ``handle`` until the stream ends
+    or ``handle`` returns False."""
+    decoder = SseDecoder(MAX_LINE_BYTES)
+    # Reading stops by a cancel, not a return: the cancel ends httpx's chain of stream
+    # iterators, where a return would leave them to the garbage collector.
+    with trio.CancelScope() as reading:
+        async for chunk in response.aiter_bytes():
+            for event in decoder.feed(chunk):
+                if reading.cancel_called:
+                    break  # chunks already buffered come without a checkpoint
+                if not await handle(event):
+                    reading.cancel()
+
+
 def _answered(ids: list[Any], events: list[SseEvent]) -> bool:
     """Whether one of ``events`` is a response to one of ``ids``."""
     for event in events:
@@ -290,13 +340,21 @@ def _answered(ids: list[Any], events: list[SseEvent]) -> bool:
             value = msgspec.json.decode(event.data) if event.data else None
         except msgspec.DecodeError:
             continue
-        if (
-            isinstance(value, dict)
-            and "method" not in value
-            and any(same_id(value.get("id"), i) for i in ids)
-        ):
+        if any(is_response(value, i) for i in ids):
             return True
     return False
+
+
+def _only_notifications(line: bytes) -> bool:
+    """Whether ``line`` holds notifications alone (a message or a batch)."""
+    try:
+        value = msgspec.json.decode(line)
+    except msgspec.DecodeError:
+        return False
+    messages = value if isinstance(value, list) else [value]
+    return bool(messages) and all(
+        isinstance(m, dict) and "method" in m and "id" not in m for m in messages
+    )
 
 
 def _request_ids(line: bytes) -> list[Any]:

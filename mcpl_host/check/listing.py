@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .rules import Line
-from .wire import EVIDENCE_CHARS, Received, Wire, same_id
+from .wire import EVIDENCE_CHARS, Received, Wire, error_code
 
 __all__ = [
     "LISTS",
@@ -26,10 +26,8 @@ __all__ = [
     "Listing",
     "declared_lists",
     "exchange",
-    "is_response",
     "peer_line",
     "read_list",
-    "shown",
 ]
 
 MAX_PAGES: Final = 1000
@@ -75,7 +73,9 @@ class Listing:
     """A list as read: ``items`` (those kept), ``problem`` (why it is not whole and
     right: None when it is), ``duplicates`` (identities seen twice), ``pages`` read,
     ``error`` (the JSON-RPC error a page was answered with, if any) and the lines.
-    ``absent``: an optional list the server does not serve (no items, no problem)."""
+    ``absent``: an optional list the server does not serve (no items, no problem).
+    ``bounded``: the problem is the checker's own page bound, reached with no cursor
+    repeated: the list was not shown to loop, so a rule it decides is not settled."""
 
     kind: ListKind
     items: list[Any] = field(default_factory=list)
@@ -84,43 +84,24 @@ class Listing:
     pages: int = 0
     error: Any = None
     absent: bool = False
+    bounded: bool = False
     evidence: tuple[Line, ...] = ()
-
-
-def is_response(line: Received, id_: Any = None) -> bool:
-    """Whether ``line`` is a response (to ``id_``, when given: type and value)."""
-    value = line.value
-    if not isinstance(value, dict) or "method" in value:
-        return False
-    if "result" not in value and "error" not in value:
-        return False
-    return id_ is None or ("id" in value and same_id(value["id"], id_))
 
 
 async def exchange(
     wire: Wire, message: dict[str, Any], timeout: float
 ) -> tuple[dict[str, Any] | None, list[Received]]:
     """Send the request ``message``; its response (None: none came within ``timeout``)
-    and every line read meanwhile, the response last."""
+    and the lines read meanwhile (bounded: :meth:`.Wire.received_within`), the response
+    last."""
     await wire.send(message)
-    lines = await wire.received_within(timeout, until=lambda r: is_response(r, message["id"]))
-    if lines and is_response(lines[-1], message["id"]):
-        answer: dict[str, Any] = lines[-1].value
-        return answer, lines
-    return None, lines
+    return await wire.answer_and_lines(message["id"], timeout)
 
 
 def peer_line(ctx: Any, line: Received) -> Line:
     """A received line as evidence, redacted, escaped and cut as the transcript's are."""
     text = line.raw[: 4 * EVIDENCE_CHARS].decode("utf-8", "replace")
     return Line("←", ctx.redactor.log_value(text, EVIDENCE_CHARS))
-
-
-def shown(value: Any, limit: int = 60) -> str:
-    """A peer value for a detail: its repr, cut (the Context makes the whole detail safe
-    to show)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 async def read_list(
@@ -142,7 +123,7 @@ async def read_list(
         listing.pages += 1
         listing.problem = _page_problem(kind, answer, listing)
         if listing.problem is not None or answer is None:
-            if listing.pages == 1 and kind.optional and _code(listing.error) == METHOD_NOT_FOUND:
+            if listing.pages == 1 and kind.optional and error_code(answer) == METHOD_NOT_FOUND:
                 listing.problem, listing.absent = None, True
             break
         result = answer["result"]
@@ -167,15 +148,15 @@ async def read_list(
             listing.problem = f"page {listing.pages} repeats an earlier cursor: it would loop"
             break
         if listing.pages >= MAX_PAGES:
-            listing.problem = f"still a nextCursor after {MAX_PAGES} pages"
+            listing.problem = (
+                f"{kind.method} still has a nextCursor after {MAX_PAGES} pages (no cursor "
+                "repeated): the checker reads no more"
+            )
+            listing.bounded = True
             break
         seen_cursors.add(cursor)
     listing.evidence = _cut(wire.since(mark))
     return listing
-
-
-def _code(error: Any) -> Any:
-    return error.get("code") if isinstance(error, dict) else None
 
 
 def _page_problem(kind: ListKind, answer: dict[str, Any] | None, listing: Listing) -> str | None:

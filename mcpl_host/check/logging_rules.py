@@ -9,9 +9,9 @@ from typing import Any, Final
 
 from .calls import tool_calls
 from .context import Context
-from .listing import exchange, peer_line, shown
+from .listing import exchange, peer_line
 from .rules import Line, probe, rule
-from .wire import Received
+from .wire import Received, error_code, shown
 
 LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 UNKNOWN_LEVEL: Final = "loud"
@@ -109,7 +109,7 @@ async def logging_levels(ctx: Context) -> None:
     else:
         ctx.passed(LOGGING, "levels 'debug' and 'emergency' each answered {}", set_lines)
     error = loud.get("error") if loud is not None else None
-    code = error.get("code") if isinstance(error, dict) else None
+    code = error_code(loud)
     if code == -32602:
         ctx.passed(INVALID_LEVEL, f"level {UNKNOWN_LEVEL!r} refused with -32602", loud_lines)
     elif loud is None:

@@ -5,7 +5,7 @@ basic/transports/streamable-http); the HTTP-only ones are in :mod:`.modern_http`
 
 n/a unless the server answered ``server/discover`` with 2026-07-28 among its versions
 (:attr:`.context.Facts.modern`). Each request here is sent on a fresh connection's wire
-as the probe built it; over HTTP with :meth:`~.httpwire.HttpWire.exchange`, so that the
+as the probe built it; over HTTP with :meth:`~.httpwire.HttpWire.http_request`, so that the
 status the revision requires (400, 404) is seen as well as the JSON-RPC answer.
 """
 
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from ..protocol.discover import CLIENT_CAPABILITIES, PROTOCOL_VERSION, SERVER_INFO
 from .context import Context
-from .http import answer_in, encode, peer, replaced
+from .http import answer_in, encode, replaced
 from .rules import probe, rule
-from .wire import MODERN, Wire
+from .wire import MODERN, Wire, error_code, shown
 
 if TYPE_CHECKING:
     from .httpwire import HttpWire
@@ -51,7 +51,7 @@ async def list_method(ctx: Context) -> str:
     return next((method for cap, method in _LISTS if cap in declared), "server/discover")
 
 
-async def exchange(
+async def ask(
     ctx: Context, wire: Wire, message: dict[str, Any], headers: dict[str, str] | None = None
 ) -> tuple[int | None, dict[str, Any] | None]:
     """Send ``message``; the HTTP status (None off HTTP, or without an answer) and the
@@ -59,7 +59,7 @@ async def exchange(
     if ctx.kind == "http":
         http = cast("HttpWire", wire)
         line = encode(message)
-        done = await http.exchange("POST", headers or http.headers(line), line)
+        done = await http.http_request("POST", headers or http.headers(line), line)
         if done is None:
             return None, None
         answer = answer_in(done, message["id"])
@@ -83,15 +83,10 @@ async def _openspeaks_modern(ctx: Context, wire: Wire) -> None:
     to choose the era for the whole connection, and what follows is meant for its
     2026-07-28 side."""
     if ctx.kind != "http":
-        await exchange(ctx, wire, wire.request("server/discover", {}))
+        await ask(ctx, wire, wire.request("server/discover", {}))
 
 
-def error_code(answer: dict[str, Any] | None) -> Any:
-    error = answer.get("error") if answer is not None else None
-    return error.get("code") if isinstance(error, dict) else None
-
-
-def shown(ctx: Context, status: int | None, answer: dict[str, Any] | None) -> str:
+def described(status: int | None, answer: dict[str, Any] | None) -> str:
     """How an answer is named in a detail: "HTTP 400, error -32602"."""
     parts = [] if status is None else [f"HTTP {status}"]
     if answer is None:
@@ -99,7 +94,7 @@ def shown(ctx: Context, status: int | None, answer: dict[str, Any] | None) -> st
     elif "result" in answer:
         parts.append("a result")
     else:
-        parts.append(f"error {peer(ctx, error_code(answer))}")
+        parts.append(f"error {shown(error_code(answer))}")
     return ", ".join(parts)
 
 
@@ -164,7 +159,7 @@ async def discover(ctx: Context) -> None:
     method = await list_method(ctx)
     async with ctx.connect() as wire:
         wire.version = MODERN
-        _, answer = await exchange(ctx, wire, wire.request("server/discover", {}))
+        _, answer = await ask(ctx, wire, wire.request("server/discover", {}))
         result = answer.get("result") if answer is not None else None
         problem = _discover_problem(result)
         if answer is None:
@@ -189,7 +184,7 @@ async def discover(ctx: Context) -> None:
             ctx.failed(SERVER_INFO_RULE, "no serverInfo with a name and a version in _meta", wire)
         results = {"server/discover": result}
         if method != "server/discover":
-            _, listed = await exchange(ctx, wire, wire.request(method, {}))
+            _, listed = await ask(ctx, wire, wire.request(method, {}))
             results[method] = listed.get("result") if listed is not None else None
         _judge_result_types(ctx, wire, results)
 
@@ -207,7 +202,7 @@ def _judge_result_types(ctx: Context, wire: Wire, results: dict[str, Any]) -> No
     }
     if wrong:
         method, value = next(iter(wrong.items()))
-        ctx.failed(RESULT_TYPE, f"{method}'s result has resultType {peer(ctx, value)}", wire)
+        ctx.failed(RESULT_TYPE, f"{method}'s result has resultType {shown(value)}", wire)
     else:
         ctx.passed(RESULT_TYPE, f"complete (or absent) in {', '.join(objects)}", wire)
     missing = [m for m, r in objects.items() if "resultType" not in r]
@@ -260,12 +255,12 @@ async def meta_required(ctx: Context) -> None:
             (CLIENT_CAPABILITIES, "no clientCapabilities"),
         ):
             message = _strip(wire.request(method, {}), key)
-            status, answer = await exchange(ctx, wire, message)
+            status, answer = await ask(ctx, wire, message)
             # Over HTTP the version header stands with no body value to match when the
             # body has none: a HeaderMismatch (-32020) is as right as -32602 there.
             codes = (-32602, HEADER_MISMATCH) if http and key != CLIENT_CAPABILITIES else (-32602,)
             if error_code(answer) not in codes or (http and status != 400):
-                problems.append(f"{what}: {shown(ctx, status, answer)}")
+                problems.append(f"{what}: {described(status, answer)}")
         if problems:
             ctx.failed(META_REQUIRED, "; ".join(problems), wire)
         else:
@@ -277,7 +272,7 @@ async def meta_required(ctx: Context) -> None:
         if http:
             http_wire = cast("HttpWire", wire)
             headers = replaced(http_wire.headers(encode(message)), "MCP-Protocol-Version", FUTURE)
-        status, answer = await exchange(ctx, wire, message, headers)
+        status, answer = await ask(ctx, wire, message, headers)
         _judge_version_error(ctx, wire, method, status, answer)
 
 
@@ -291,7 +286,7 @@ def _judge_version_error(
             VERSION_ERROR, "no list method declared, and server/discover may answer any version"
         )
     elif error_code(answer) != UNSUPPORTED_VERSION:
-        ctx.failed(VERSION_ERROR, f"asked for {FUTURE}: {shown(ctx, status, answer)}", wire)
+        ctx.failed(VERSION_ERROR, f"asked for {FUTURE}: {described(status, answer)}", wire)
     elif status is not None and status != 400:
         ctx.failed(VERSION_ERROR, f"-32022 came with HTTP {status}, not 400", wire)
     elif (
@@ -331,12 +326,12 @@ async def removed_methods(ctx: Context) -> None:
         await _openspeaks_modern(ctx, wire)
         problems = []
         for method, params in _REMOVED:
-            status, answer = await exchange(ctx, wire, wire.request(method, dict(params)))
+            status, answer = await ask(ctx, wire, wire.request(method, dict(params)))
             if error_code(answer) != -32601 or (http and status != 404):
-                problems.append(f"{method}: {shown(ctx, status, answer)}")
+                problems.append(f"{method}: {described(status, answer)}")
             if method == "resources/subscribe" and answer is not None and "result" in answer:
                 # It took the subscription: leave nothing behind.
-                await exchange(ctx, wire, wire.request("resources/unsubscribe", dict(params)))
+                await ask(ctx, wire, wire.request("resources/unsubscribe", dict(params)))
         if problems:
             ctx.failed(REMOVED, "; ".join(problems), wire)
         else:

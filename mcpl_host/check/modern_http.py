@@ -7,18 +7,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from .context import Context
-from .http import encode, replaced, status_of, without
+from .http import encode, http_only, replaced, status_of, without
 from .modern import (
     HEADER_MISMATCH,
     UNSUPPORTED_VERSION,
-    error_code,
-    exchange,
+    ask,
+    described,
     list_method,
-    shown,
     speaks_modern,
 )
 from .rules import probe, rule
-from .wire import MODERN
+from .wire import MODERN, error_code
 
 if TYPE_CHECKING:
     from .httpwire import HttpWire
@@ -51,10 +50,7 @@ def _named_request(discover: dict[str, Any]) -> tuple[str, dict[str, Any]] | Non
 
 @probe(HEADERS)
 async def headers(ctx: Context) -> None:
-    if not await speaks_modern(ctx, HEADERS):
-        return
-    if ctx.kind != "http":
-        ctx.not_applicable(HEADERS, f"an HTTP rule: the target is {ctx.kind}")
+    if not await speaks_modern(ctx, HEADERS) or not await http_only(ctx, HEADERS):
         return
     method = await list_method(ctx)
     discover = (await ctx.facts()).discover or {}
@@ -83,14 +79,14 @@ async def headers(ctx: Context) -> None:
             sent = wire.headers(encode(message))
             sent = without(sent, name) if value is None else replaced(sent, name, value)
             wire.note("·", f"sent with {what}")
-            status, answer = await exchange(ctx, wire, message, sent)
+            status, answer = await ask(ctx, wire, message, sent)
             code = error_code(answer)
             unsupported = name == "MCP-Protocol-Version" and other not in supported
             if status == 400 and (
                 code == HEADER_MISMATCH or (unsupported and code == UNSUPPORTED_VERSION)
             ):
                 continue
-            problems.append(f"{what}: {shown(ctx, status, answer)}")
+            problems.append(f"{what}: {described(status, answer)}")
         if problems:
             ctx.failed(HEADERS, "; ".join(problems), wire)
         else:
@@ -109,10 +105,7 @@ LEGACY_HTTP = rule(
 
 @probe(LEGACY_HTTP)
 async def legacy_http(ctx: Context) -> None:
-    if not await speaks_modern(ctx, LEGACY_HTTP):
-        return
-    if ctx.kind != "http":
-        ctx.not_applicable(LEGACY_HTTP, f"an HTTP rule: the target is {ctx.kind}")
+    if not await speaks_modern(ctx, LEGACY_HTTP) or not await http_only(ctx, LEGACY_HTTP):
         return
     if (await ctx.facts()).version is not None:
         ctx.not_applicable(LEGACY_HTTP, "a dual-era server: the handshake era has GET and DELETE")
@@ -124,7 +117,7 @@ async def legacy_http(ctx: Context) -> None:
         line = encode(message)
         headers = {**wire.headers(line), "Mcp-Session-Id": "mcpl-host-check-none"}
         wire.note("·", "sent with Mcp-Session-Id: mcpl-host-check-none")
-        posted = await wire.exchange("POST", headers, line)
+        posted = await wire.http_request("POST", headers, line)
         problems = []
         if posted is not None and "mcp-session-id" in posted.posted.headers:
             problems.append("the answer to a POST carries an Mcp-Session-Id")
@@ -132,7 +125,7 @@ async def legacy_http(ctx: Context) -> None:
             sent = wire.headers()
             if verb == "GET":
                 sent = replaced(sent, "Accept", "text/event-stream")
-            done = await wire.exchange(
+            done = await wire.http_request(
                 verb,
                 sent,
                 wait=ctx.timeout,

@@ -9,16 +9,9 @@ from typing import Any, Final
 
 from .calls import tool_calls
 from .context import Context
-from .listing import (
-    declared_lists,
-    exchange,
-    is_response,
-    peer_line,
-    read_list,
-    shown,
-)
+from .listing import declared_lists, exchange, peer_line, read_list
 from .rules import Line, Verdict, probe, rule
-from .wire import MODERN, Received, Wire, same_id
+from .wire import MODERN, Received, Wire, error_code, is_response, same_id, shown
 
 # How long after the ping's answer a late answer to a notification is still awaited:
 # the server saw the notification before the ping, so anything it says about it is due.
@@ -42,14 +35,15 @@ async def settle(ctx: Context, wire: Wire, allowed: Sequence[Any]) -> tuple[list
     Costs one round trip, not a timeout, on a server that stays silent as it should."""
     modern = wire.version == MODERN
     ping = wire.request("server/discover" if modern else "ping", {} if modern else None)
-    _, lines = await exchange(wire, ping, ctx.timeout)
-    answered = bool(lines) and is_response(lines[-1], ping["id"])
+    pong, lines = await exchange(wire, ping, ctx.timeout)
+    answered = pong is not None
     if answered:
         lines += await wire.received_within(GRACE)
     strays = [
         line
         for line in lines
-        if is_response(line)
+        if is_response(line.value)
+        and not wire.is_refusal(line)
         and not any(same_id(line.value.get("id"), a) for a in (*allowed, ping["id"]))
     ]
     return strays, answered
@@ -64,6 +58,13 @@ def _first_list_method(capabilities: dict[str, Any]) -> str | None:
 async def cancellation(ctx: Context) -> None:
     facts = await ctx.facts()
     method = _first_list_method(facts.capabilities)
+    if facts.version is None and ctx.kind == "http":
+        ctx.not_applicable(
+            CANCELLATION,
+            "2026-07-28 over Streamable HTTP has no client notifications: closing the "
+            "response stream is the cancellation",
+        )
+        return
     if method is None and facts.version is None:
         ctx.not_applicable(CANCELLATION, "a 2026-07-28 server with no list to request")
         return
@@ -183,7 +184,7 @@ async def progress(ctx: Context) -> None:
         for line in run.received:
             watch.feed([line])
             for call in run.calls:
-                if is_response(line, call.id):
+                if is_response(line.value, call.id):
                     watch.end(call.token)
         sent += len(run.calls)
         evidence += run.evidence
@@ -228,13 +229,14 @@ async def pagination(ctx: Context) -> None:
         return
     async with ctx.borrow() as wire:
         problems: list[str] = []
+        unsettled: list[str] = []
         evidence: list[Line] = []
         pages = 0
         for kind in kinds:
             listing = await read_list(wire, kind, ctx.timeout)
             pages += listing.pages
             if listing.problem is not None:
-                problems.append(listing.problem)
+                (unsettled if listing.bounded else problems).append(listing.problem)
             elif listing.duplicates:
                 twice = ", ".join(shown(d, 40) for d in listing.duplicates)
                 problems.append(f"{kind.method} lists {twice} twice")
@@ -242,6 +244,8 @@ async def pagination(ctx: Context) -> None:
                 evidence += listing.evidence
         if problems:
             ctx.failed(PAGINATION, "; ".join(problems), evidence)
+        elif unsettled:
+            ctx.judge(PAGINATION, Verdict.WARN, "; ".join(unsettled), evidence)
         else:
             names = ", ".join(k.method for k in kinds)
             ctx.passed(
@@ -251,14 +255,13 @@ async def pagination(ctx: Context) -> None:
         request = wire.request(kinds[0].method, {"cursor": INVALID_CURSOR})
         answer, _ = await exchange(wire, request, ctx.timeout)
         shown_cursor = f"{kinds[0].method} with cursor {INVALID_CURSOR!r}"
-        error = answer.get("error") if answer is not None else None
+        code = error_code(answer)
         if answer is None:
             wire.broken = True
             ctx.failed(INVALID_CURSOR_RULE, f"{shown_cursor} was not answered", wire.since(mark))
-        elif isinstance(error, dict) and error.get("code") == -32602:
+        elif code == -32602:
             ctx.passed(INVALID_CURSOR_RULE, f"{shown_cursor}: error -32602", wire.since(mark))
-        elif error is not None:
-            code = error.get("code") if isinstance(error, dict) else error
+        elif "error" in answer:
             ctx.failed(
                 INVALID_CURSOR_RULE,
                 f"{shown_cursor}: error {shown(code)}, not -32602",

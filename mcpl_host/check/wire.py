@@ -9,9 +9,14 @@ byte-stream transports' (stdio, TCP, Unix, WebSocket, in-memory); the HTTP one i
 :mod:`.httpwire`.
 
 Bounded against a hostile server: a line longer than :data:`MAX_LINE_BYTES` is dropped
-unread (the framing decoder never holds it whole), the transcript keeps the last
-:data:`TRANSCRIPT_LINES` lines, each cut to :data:`EVIDENCE_CHARS` characters after
-escaping and redaction, and every read has a deadline.
+unread (the framing decoder never holds it whole), what one exchange keeps of the lines
+it reads is at most 1000 lines and :data:`KEPT_BYTES` bytes (the middle dropped, the
+answer kept), the transcript keeps the last :data:`TRANSCRIPT_LINES` lines, each cut to
+:data:`EVIDENCE_CHARS` characters after escaping and redaction, and every read has a
+deadline.
+
+:func:`is_response`, :func:`error_code` and :func:`shown` are what every probe asks of
+a received value: whether it answers a request, its error's code, and how to show it.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from .rules import Line
 __all__ = [
     "CLIENT_INFO",
     "EVIDENCE_CHARS",
+    "KEPT_BYTES",
     "MAX_LINE_BYTES",
     "MODERN",
     "NOT_JSON",
@@ -41,11 +47,16 @@ __all__ = [
     "Received",
     "StreamWire",
     "Wire",
+    "error_code",
+    "is_response",
     "request_ids",
     "same_id",
+    "shown",
 ]
 
 MAX_LINE_BYTES: Final = 4 * 1024 * 1024
+# What one exchange keeps of what it reads, in bytes (see Wire.received_within).
+KEPT_BYTES: Final = 16 * 1024 * 1024
 TRANSCRIPT_LINES: Final = 400
 EVIDENCE_CHARS: Final = 300
 MODERN: Final = "2026-07-28"
@@ -87,6 +98,42 @@ class Received:
         return bool(values) and all(
             isinstance(v, dict) and v.get("jsonrpc") == "2.0" for v in values
         )
+
+
+class _Any:
+    pass
+
+
+_ANY_ID: Final = _Any()
+
+
+def is_response(value: Any, id_: Any = _ANY_ID) -> bool:
+    """Whether ``value`` (a received JSON value) is a response: an object with no method
+    and an id, a result or an error; with ``id_``, one whose id is ``id_`` (type and
+    value, as :func:`same_id`)."""
+    if not isinstance(value, dict) or "method" in value:
+        return False
+    if id_ is _ANY_ID:
+        return "id" in value or "result" in value or "error" in value
+    return "id" in value and same_id(value["id"], id_)
+
+
+def error_code(answer: Any) -> Any:
+    """The code of ``answer``'s error: None when it has none; the error member itself
+    when that is not an object (what the server sent, for a detail)."""
+    error = answer.get("error") if isinstance(answer, dict) else None
+    return error.get("code") if isinstance(error, dict) else error
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """A value the server sent, for a finding's detail: as JSON (``null``, ``true``,
+    ``"text"``), cut to ``limit`` characters. The Context escapes and redacts the whole
+    detail."""
+    try:
+        text = _ENCODER.encode(value).decode()
+    except (TypeError, ValueError, OverflowError, RecursionError, msgspec.EncodeError):
+        text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def same_id(a: object, b: object) -> bool:
@@ -147,6 +194,13 @@ class Wire:
         """Wait (at most ``timeout``) until ``count`` POSTs have begun answering: a no-op
         on a byte stream, where each line is not a request of its own."""
         del count, timeout
+
+    def is_refusal(self, line: Received) -> bool:
+        """Whether ``line`` is the transport's refusal of what was sent rather than a
+        JSON-RPC response to it: never on a byte stream; on HTTP, the body of a 4xx
+        answer to a POST of notifications."""
+        del line
+        return False
 
     # --- the transcript ---------------------------------------------------------------
     def note(self, direction: str, text: str) -> None:
@@ -251,11 +305,11 @@ class Wire:
     async def answer(self, id_: Any, timeout: float) -> dict[str, Any] | None:
         """Read until the response whose id is ``id_`` (type and value) arrives, within
         ``timeout``; None if it never does. Other lines are read past (they stay in the
-        transcript only)."""
+        transcript only); :meth:`answer_and_lines` keeps them."""
         found: list[dict[str, Any]] = []
 
         def match(line: Received) -> bool:
-            if _answers(line, id_):
+            if is_response(line.value, id_):
                 found.append(line.value)
             return bool(found)
 
@@ -266,21 +320,55 @@ class Wire:
             self.awaiting = None
         return found[0] if found else None
 
+    async def answer_and_lines(
+        self, id_: Any, timeout: float
+    ) -> tuple[dict[str, Any] | None, list[Received]]:
+        """As :meth:`answer`, with every line read meanwhile (bounded as
+        :meth:`received_within` keeps them), the response last."""
+        self.awaiting = id_
+        try:
+            lines = await self.received_within(timeout, until=lambda r: is_response(r.value, id_))
+        finally:
+            self.awaiting = None
+        if lines and is_response(lines[-1].value, id_):
+            value: dict[str, Any] = lines[-1].value
+            return value, lines
+        return None, lines
+
     async def received_within(
         self, timeout: float, until: Any = None, limit: int = 1000
     ) -> list[Received]:
-        """Every line received within ``timeout`` (at most ``limit``), stopping early at
-        the first line ``until(line)`` is true for (it is the last in the list)."""
-        out: list[Received] = []
+        """Every line received within ``timeout``, stopping early at the first line
+        ``until(line)`` is true for (it is the last in the list). Reading goes on until
+        then, however many lines come (a tool may report progress a thousand times before
+        its result); what is kept is bounded, to ``limit`` lines and
+        :data:`KEPT_BYTES` bytes: the first half of each and the last half, the lines
+        between dropped (the transcript says how many)."""
+        head: list[Received] = []
+        tail: deque[Received] = deque()
+        head_bytes = tail_bytes = dropped = 0
         with trio.move_on_after(timeout):
-            while len(out) < limit:
+            while True:
                 line = await self.receive(timeout)
                 if line is None:
                     break
-                out.append(line)
+                size = len(line.raw)
+                if not tail and len(head) < limit // 2 and head_bytes + size <= KEPT_BYTES // 2:
+                    head.append(line)
+                    head_bytes += size
+                else:
+                    tail.append(line)
+                    tail_bytes += size
+                    while len(tail) > 1 and (
+                        len(tail) > limit - limit // 2 or tail_bytes > KEPT_BYTES // 2
+                    ):
+                        tail_bytes -= len(tail.popleft().raw)
+                        dropped += 1
                 if until is not None and until(line):
                     break
-        return out
+        if dropped:
+            self.note("·", f"({dropped} lines read but not kept: past the checker's bound)")
+        return [*head, *tail]
 
     def request(self, method: str, params: Any = None, id_: Any = None) -> dict[str, Any]:
         """A request message (with the 2026-07-28 ``_meta`` when this wire speaks it);
@@ -316,16 +404,6 @@ def request_ids(value: Any) -> list[Any]:
     """The ids of the requests ``value`` holds (a message, or a batch's entries)."""
     messages = value if isinstance(value, list) else [value]
     return [m["id"] for m in messages if isinstance(m, dict) and "id" in m and "method" in m]
-
-
-def _answers(line: Received, id_: Any) -> bool:
-    value = line.value
-    return (
-        isinstance(value, dict)
-        and "method" not in value
-        and "id" in value
-        and same_id(value["id"], id_)
-    )
 
 
 class StreamWire(Wire):

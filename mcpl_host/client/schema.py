@@ -87,7 +87,16 @@ class SchemaViolation(msgspec.Struct, frozen=True, gc=False):
 
 
 class UnsupportedSchema(Exception):
-    """The schema cannot be checked here: malformed, remote, looping or too costly."""
+    """The schema cannot be checked here: malformed, remote, looping or too costly.
+
+    ``malformed`` tells the two kinds apart: True when the schema itself is not a JSON
+    Schema (not JSON, not an object or a boolean, failing its metaschema); False when it
+    may well be one that this module will not check (a reference to another document,
+    an unknown ``$schema``, a loop, past a size or cost bound)."""
+
+    def __init__(self, message: str, *, malformed: bool = False) -> None:
+        super().__init__(message)
+        self.malformed = malformed
 
 
 @functools.cache
@@ -231,7 +240,7 @@ def _canonical(schema: Any) -> bytes:
     except RecursionError:
         raise UnsupportedSchema("schema nested too deeply to compile") from None
     except (TypeError, ValueError, msgspec.EncodeError) as exc:
-        raise UnsupportedSchema("the schema is not JSON") from exc
+        raise UnsupportedSchema("the schema is not JSON", malformed=True) from exc
     # Refused before any cache sees it: an oversized schema must not become a cache key.
     if len(canonical) > MAX_SCHEMA_BYTES:
         raise UnsupportedSchema(f"schema larger than {MAX_SCHEMA_BYTES} bytes")
@@ -256,7 +265,7 @@ def _compile(canonical: bytes) -> Validator:
     except RecursionError:
         raise UnsupportedSchema("schema nested too deeply to compile") from None
     if not isinstance(schema, dict | bool):
-        raise UnsupportedSchema("the schema is not an object or a boolean")
+        raise UnsupportedSchema("the schema is not an object or a boolean", malformed=True)
     # Without a reference there is no recursion and no shared subschema: the library's
     # nesting limit bounds the stack and the schema's size the work, so the walk (the
     # larger part of compiling) is skipped.
@@ -280,7 +289,8 @@ def _compile(canonical: bytes) -> Validator:
             pattern_options=library.FancyRegexOptions(backtrack_limit=REGEX_BACKTRACK_LIMIT),
         )
     except library.ValidationError as exc:
-        raise UnsupportedSchema(_refusal(library, exc)) from None
+        referencing = isinstance(exc.kind, library.ValidationErrorKind.Referencing)
+        raise UnsupportedSchema(_refusal(library, exc), malformed=not referencing) from None
     except (ValueError, library.ReferencingError) as exc:  # e.g. "Recursion limit reached"
         raise UnsupportedSchema(log_value(str(exc).partition("\n")[0], _MESSAGE)) from None
     if not shape.followed:
@@ -304,11 +314,12 @@ def compile_schema(schema: Any) -> Validator:
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def _compiled(canonical: bytes) -> Validator | str:
+def _compiled(canonical: bytes) -> Validator | tuple[str, bool]:
     try:
         return _compile(canonical)
     except UnsupportedSchema as exc:
-        return str(exc)  # the message, not the exception: re-raising would grow its traceback
+        # The facts, not the exception: re-raising one would grow its traceback.
+        return str(exc), exc.malformed
 
 
 def validator_for(schema: Any) -> Validator:
@@ -321,6 +332,7 @@ def validator_for(schema: Any) -> Validator:
     cached too).
     """
     found = _compiled(_canonical(schema))
-    if isinstance(found, str):
-        raise UnsupportedSchema(found)
+    if isinstance(found, tuple):
+        message, malformed = found
+        raise UnsupportedSchema(message, malformed=malformed)
     return found

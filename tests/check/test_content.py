@@ -53,7 +53,7 @@ async def test_tool_schemas_fail_on_an_input_schema_not_an_object() -> None:
     report = await run(_tools(string_input), *LISTED)
     finding = _finding(report, "content.tool-schemas")
     assert finding.verdict.value == "fail"
-    assert "'echo'" in finding.detail
+    assert '"echo"' in finding.detail
     assert verdict(report, "content.list-shapes") == "pass"
 
 
@@ -64,7 +64,7 @@ async def test_tool_schemas_fail_on_an_invalid_output_schema() -> None:
     report = await run(_tools(broken_output), "content.tool-schemas")
     finding = _finding(report, "content.tool-schemas")
     assert finding.verdict.value == "fail"
-    assert "'add'" in finding.detail
+    assert '"add"' in finding.detail
     assert "outputSchema" in finding.detail
 
 
@@ -75,7 +75,7 @@ async def test_tool_names_warn_on_a_bad_or_repeated_name() -> None:
     report = await run(_tools(bad), "content.tool-names")
     finding = _finding(report, "content.tool-names")
     assert finding.verdict.value == "warn"
-    assert "'echo it!'" in finding.detail
+    assert '"echo it!"' in finding.detail
 
     def repeated(tools: list[Any]) -> None:
         tools[1]["name"] = tools[0]["name"]
@@ -239,3 +239,47 @@ async def test_an_undeclared_capability_unanswered_warns() -> None:
     finding = _finding(report, "content.undeclared-capabilities")
     assert finding.verdict.value == "warn"
     assert finding.detail == "prompts/list (prompts not declared) was not answered"
+
+
+# --- content.undeclared-capabilities: 2024-11-05 has no completions capability ------------
+def _no_completions_capability(request: Any, answer: Any) -> Any:
+    if isinstance(request, dict) and request.get("method") == "initialize":
+        answer["result"]["capabilities"].pop("completions", None)
+    return answer
+
+
+async def test_completion_served_without_a_capability_on_2024_11_05_is_right() -> None:
+    # 2024-11-05's ServerCapabilities has no `completions` (schema/2024-11-05; the
+    # capability came in 2025-03-26: "Added completions capability"), and its
+    # server/utilities/completion page asks for none: a 2024-11-05 server serves
+    # completion/complete without declaring anything. The checker does not ask a
+    # 2024-11-05 server to refuse it.
+    report = await run(
+        rewrite(_no_completions_capability),
+        "content.undeclared-capabilities",
+        versions=("2024-11-05",),
+    )
+    found = _finding(report, "content.undeclared-capabilities")
+    assert found.verdict.value != "warn", found.detail
+
+
+# --- content.tool-schemas: what the checker will not check warns ------------------------
+def _remote_ref(request: Any, answer: Any) -> Any:
+    if isinstance(request, dict) and request.get("method") == "tools/list":
+        tool = answer["result"]["tools"][0]
+        tool["inputSchema"] = {
+            "type": "object",
+            "properties": {"where": {"$ref": "https://example.com/schemas/place.json"}},
+        }
+    return answer
+
+
+async def test_a_schema_with_a_remote_ref_is_not_judged_invalid() -> None:
+    # server/tools#tool: inputSchema is "A JSON Schema object defining the expected
+    # parameters"; a `$ref` to another document is JSON Schema 2020-12 (Core 8.2.3.1), so
+    # the schema is valid. The checker never fetches it (client/schema.py refuses it
+    # with an UnsupportedSchema that is not malformed): a MUST it could not settle,
+    # which warns.
+    report = await run(rewrite(_remote_ref), "content.tool-schemas")
+    found = _finding(report, "content.tool-schemas")
+    assert found.verdict.value != "fail", found.detail

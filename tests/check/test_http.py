@@ -3,16 +3,19 @@ breaks it (tests/check/http_server.py)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import trio
 
 from mcpl_host import HttpTarget
-from mcpl_host.check import Report, check
+from mcpl_host.check import Report, check, httpwire
 from mcpl_host.check.context import CheckOptions
 
 from .http_server import HttpBehaviour, ReferenceServer, Reply, Request
+from .modern_server import error
 from .servers import Fault, run, verdict
 
 HTTP_RULES = (
@@ -41,6 +44,12 @@ async def run_http(
             return await check(
                 HttpTarget(server.url), only=only or ("http",), options=CheckOptions(timeout=1.0)
             )
+
+
+async def _run_http_quickly(behaviour: HttpBehaviour, *only: str, legacy: bool = True) -> Report:
+    with ReferenceServer(behaviour, legacy=legacy) as server:
+        with trio.fail_after(8):
+            return await check(HttpTarget(server.url), only=only, options=CheckOptions(timeout=1.0))
 
 
 def skipping(*checks: str) -> HttpBehaviour:
@@ -128,12 +137,33 @@ async def test_origin() -> None:
     assert verdict(report, "http.origin-403") == "fail"
 
 
+async def test_a_server_that_serves_requests_without_its_session_id_is_not_warned() -> None:
+    # basic/transports, "Session Management": "Servers that require a session ID SHOULD
+    # respond to requests without an Mcp-Session-Id header (other than initialization)
+    # with HTTP 400 Bad Request": a server that assigns one but serves without it does
+    # not require one, and the SHOULD does not bind it.
+    report = await run_http(skipping("session-required"), "http.session-required")
+    found = finding(report, "http.session-required")
+    assert found.verdict.value == "n/a", found.detail
+    assert "sent without Mcp-Session-Id" in sent(report, "http.session-required")
+
+
+async def test_a_server_that_requires_its_session_id_but_not_with_400_warns() -> None:
+    def refuse_404(request: Request, reply: Reply) -> Reply:
+        return Reply(404) if reply.status == 400 else reply
+
+    report = await run_http(replying(refuse_404), "http.session-required")
+    found = finding(report, "http.session-required")
+    assert found.verdict.value == "warn", found.detail
+    assert "404" in found.detail
+
+
 async def test_session_id_rules() -> None:
     spaced = HttpBehaviour(session_id=lambda: "a session id")
     report = await run_http(spaced, "http.session-id")
     assert verdict(report, "http.session-id") == "fail"
-    report = await run_http(skipping("session-required"), "http.session-required")
-    assert verdict(report, "http.session-required") == "warn"
+    report = await run_http(HttpBehaviour(), "http.session-required")
+    assert verdict(report, "http.session-required") == "pass"
     assert "sent without Mcp-Session-Id" in sent(report, "http.session-required")
     report = await run_http(skipping("session-unknown"), "http.session-unknown")
     assert verdict(report, "http.session-unknown") == "fail"
@@ -199,3 +229,81 @@ async def test_answers_of_the_wrong_shape_get_verdicts_not_breakdowns() -> None:
     report = await run_http(replying(hostile))
     assert all("broke down" not in f.detail for f in report.findings), report.findings
     assert verdict(report, "http.origin") == "fail"
+
+
+async def test_what_an_event_stream_is_read_for_is_bounded_in_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The bound is lowered so that the test is fast: 64 KiB kept, 40 events of 4 KiB.
+    monkeypatch.setattr(httpwire, "KEPT_BYTES", 64 * 1024)
+
+    def chatty_get(request: Request, reply: Reply) -> Reply:
+        if request.verb == "GET":
+            return Reply(200, events=[(None, "x" * 4096) for _ in range(40)], hold=True)
+        return reply
+
+    report = await run_http(replying(chatty_get), "http.get-stream")
+    lines = sent(report, "http.get-stream")
+    assert verdict(report, "http.get-stream") == "pass"
+    assert sum(1 for line in lines if line.startswith("x")) <= 16
+    assert any("the rest unread" in line for line in lines)
+
+
+# --- http.get-stream: the GET's headers get the timeout ---------------------------------
+async def test_a_get_answered_405_after_half_a_second_passes() -> None:
+    # basic/transports (2025-03-26), "Listening for Messages from the Server": "The server
+    # MUST either return Content-Type: text/event-stream in response to this HTTP GET, or
+    # else return HTTP 405 Method Not Allowed". A 405 that takes 0.5 s (timeout 1.0) is
+    # that answer: the GET's headers get the timeout, and the short grace bounds only
+    # the reading of its events.
+    def slow_405(request: Request, reply: Reply) -> Reply:
+        if request.verb == "GET":
+            time.sleep(0.5)
+            return Reply(405)
+        return reply
+
+    report = await _run_http_quickly(HttpBehaviour(reply=slow_405), "http.get-stream")
+    found = finding(report, "http.get-stream")
+    assert found.verdict.value == "pass", found.detail
+
+
+# --- utilities.cancellation over HTTP: a refusal of the POST is not an answer -----------
+async def test_a_cancellation_refused_at_the_http_level_is_not_an_answer() -> None:
+    # basic/transports (2025-03-26), "Sending Messages to the Server": for a POST of only
+    # notifications, "If the server cannot accept the input, it MUST return an HTTP
+    # error status code (e.g., 400 Bad Request). The HTTP response body MAY comprise a
+    # JSON-RPC error response that has no id." That body is the transport's refusal of
+    # the POST, not a JSON-RPC response to the notification, and is not counted as one.
+    def refuse_cancellations(request: Request, reply: Reply) -> Reply:
+        body = request.body if isinstance(request.body, dict) else {}
+        if body.get("method") == "notifications/cancelled":
+            return Reply(400, body=error(None, -32600, "Bad Request: cancellation refused"))
+        return reply
+
+    report = await _run_http_quickly(
+        HttpBehaviour(reply=refuse_cancellations), "utilities.cancellation"
+    )
+    found = finding(report, "utilities.cancellation")
+    assert found.verdict.value == "pass", found.detail
+
+
+async def test_no_cancellation_notification_is_judged_on_a_2026_07_28_http_server() -> None:
+    # 2026-07-28 basic/transports/streamable-http, "Sending Messages": "This revision of
+    # the core protocol defines no client-to-server notifications over Streamable HTTP.
+    # The only client-sent notification in the core protocol, notifications/cancelled,
+    # is used only on the stdio transport; on Streamable HTTP, closing the SSE response
+    # stream is itself the cancellation signal", and a notification the server cannot
+    # accept "MUST return an HTTP error status code (e.g., 400 Bad Request). The HTTP
+    # response body MAY comprise a JSON-RPC error response that has no id."
+    # utilities.cancellation is n/a there.
+    def refuse_notifications(request: Request, reply: Reply) -> Reply:
+        body = request.body if isinstance(request.body, dict) else {}
+        if request.verb == "POST" and "method" in body and "id" not in body:
+            return Reply(400, body=error(None, -32600, "no notifications over HTTP"))
+        return reply
+
+    report = await _run_http_quickly(
+        HttpBehaviour(reply=refuse_notifications), "utilities.cancellation", legacy=False
+    )
+    found = finding(report, "utilities.cancellation")
+    assert found.verdict.value != "fail", found.detail

@@ -89,7 +89,7 @@ async def test_discover() -> None:
 async def test_result_type() -> None:
     report = await run_modern(changing("tools/list", lambda r: r.update(resultType="partial")))
     assert verdict(report, "modern.result-type") == "fail"
-    assert "resultType partial" in detail(report, "modern.result-type")
+    assert 'resultType "partial"' in detail(report, "modern.result-type")
     assert verdict(report, "modern.result-type-present") == "pass"
     report = await run_modern(changing("tools/list", lambda r: r.pop("resultType")))
     assert verdict(report, "modern.result-type") == "pass"

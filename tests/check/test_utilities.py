@@ -7,9 +7,11 @@ import sys
 from typing import Any
 
 import msgspec
+import pytest
 import trio
 
 from mcpl_host.check import check
+from mcpl_host.check import listing as listing_module
 from mcpl_host.check.context import CheckOptions
 from mcpl_host.demo import TOOLS
 from mcpl_host.transports.targets import StdioTarget
@@ -209,7 +211,7 @@ async def test_pagination_fails_on_a_duplicate() -> None:
     report = await run(fault, "utilities.pagination")
     finding = _finding(report, "utilities.pagination")
     assert finding.verdict.value == "fail"
-    assert "'echo'" in finding.detail
+    assert '"echo"' in finding.detail
     assert "twice" in finding.detail
 
 
@@ -346,3 +348,69 @@ async def test_a_server_without_resource_templates_is_not_at_fault() -> None:
 
     report = await run(_on("resources/templates/list", no_templates), "utilities.pagination")
     assert verdict(report, "utilities.pagination") == "pass"
+
+
+# --- pagination: the checker's own page bound is not the server's failure ---------------
+def _one_tool_a_page(request: Any, answer: Any) -> Any:
+    """tools/list served one tool a page (cursor: the index of the next tool)."""
+    if not isinstance(request, dict) or request.get("method") != "tools/list":
+        return answer
+    params = request.get("params") or {}
+    cursor = params.get("cursor", "0")
+    if not cursor.isdigit():
+        return {"jsonrpc": "2.0", "id": answer["id"], "error": {"code": -32602, "message": "?"}}
+    start = int(cursor)
+    result: dict[str, Any] = {"tools": TOOLS[start : start + 1]}
+    if start + 1 < len(TOOLS):
+        result["nextCursor"] = str(start + 1)
+    return {"jsonrpc": "2.0", "id": answer["id"], "result": result}
+
+
+async def test_a_list_longer_than_the_page_bound_is_not_a_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # server/utilities/pagination (2024-11-05): a server may split a list into as many
+    # pages as it likes ("The page size is determined by the server"); a list that still
+    # has a nextCursor after MAX_PAGES (1000) pages, with no cursor repeated, is not shown
+    # to loop. The checker stops there: a MUST it could not settle, which warns.
+    # (The bound is lowered here so that the test is fast: 8 tools, 3 pages.)
+    monkeypatch.setattr(listing_module, "MAX_PAGES", 3)
+    report = await run(rewrite(_one_tool_a_page), "utilities.pagination", "content.list-shapes")
+    for rule_id in ("utilities.pagination", "content.list-shapes"):
+        found = _finding(report, rule_id)
+        assert found.verdict.value != "fail", (rule_id, found.detail)
+
+
+# --- a call that reports progress often is answered -------------------------------------
+class ManyProgressNotes(Fault):
+    """Before a tools/call's result, 1200 progress notifications for its token (a tool
+    working through 1200 items), all within a few milliseconds."""
+
+    def exchange(self, line: bytes, answers: list[bytes]) -> list[bytes]:
+        message = msgspec.json.decode(line)
+        if not isinstance(message, dict) or message.get("method") != "tools/call":
+            return answers
+        token = message["params"]["_meta"]["progressToken"]
+        notes = [
+            msgspec.json.encode(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {"progressToken": token, "progress": n, "total": 1200},
+                }
+            )
+            for n in range(1, 1201)
+        ]
+        return [*notes, *answers]
+
+
+async def test_a_call_with_many_progress_notifications_is_answered() -> None:
+    # basic/utilities/progress: "The receiver MAY send progress notifications" as often
+    # as it likes while the request is in flight (each with a rising progress), and the
+    # result follows. Reading goes on to the result; only what is kept of the lines
+    # before it is bounded.
+    report = await run(
+        ManyProgressNotes, "content.structured-content", calls=[("add", {"a": 1, "b": 2})]
+    )
+    found = _finding(report, "content.structured-content")
+    assert found.verdict.value == "pass", found.detail

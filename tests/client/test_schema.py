@@ -803,3 +803,22 @@ def test_cache_compiles_once_and_keeps_refusals(monkeypatch: pytest.MonkeyPatch)
         with pytest.raises(UnsupportedSchema, match="never fetched"):
             validator_for(refused)
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize(
+    ("schema", "malformed"),
+    [
+        ({"type": 5}, True),
+        ("not a schema", True),
+        ({"$ref": "https://example.com/schemas/place.json"}, False),
+        ({"$schema": "https://example.com/my-dialect"}, False),
+        ({"description": "x" * (MAX_SCHEMA_BYTES + 1)}, False),
+    ],
+)
+def test_a_refusal_tells_a_malformed_schema_from_one_not_checked_here(
+    schema: Any, malformed: bool
+) -> None:
+    for compile_ in (compile_schema, validator_for):
+        with pytest.raises(UnsupportedSchema) as refused:
+            compile_(schema)
+        assert refused.value.malformed is malformed, str(refused.value)

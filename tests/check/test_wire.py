@@ -1,0 +1,68 @@
+"""The raw wire's bounds: what an exchange keeps of what it reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+from mcpl_host.check import wire as wire_module
+from mcpl_host.check.wire import Wire
+from mcpl_host.protocol.redact import Redactor
+
+pytestmark = pytest.mark.timeout(10)
+
+
+class ScriptedWire(Wire):
+    """A wire whose server says ``lines`` and then nothing."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        super().__init__(Redactor())
+        self._script = list(lines)
+
+    async def _write(self, data: bytes) -> None:
+        del data
+
+    async def _read(self) -> bytes | None:
+        await trio.lowlevel.checkpoint()
+        if not self._script:
+            await trio.sleep_forever()
+        return self._script.pop(0)
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _progress(n: int, padding: int) -> bytes:
+    note: dict[str, Any] = {
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": 1, "progress": n, "message": "x" * padding},
+    }
+    return msgspec.json.encode(note)
+
+
+async def test_an_answer_after_many_large_lines_is_found_and_what_is_kept_is_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The bound is lowered so that the test is fast: 64 KiB kept, 200 lines of 4 KiB read.
+    monkeypatch.setattr(wire_module, "KEPT_BYTES", 64 * 1024)
+    answer = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    wire = ScriptedWire([*(_progress(n, 4096) for n in range(200)), answer])
+    with trio.fail_after(5):
+        lines = await wire.received_within(3.0, until=lambda r: r.raw == answer)
+    assert lines[-1].raw == answer
+    assert sum(len(line.raw) for line in lines) <= 64 * 1024
+    assert lines[0].value["params"]["progress"] == 0  # the first lines are kept too
+    assert any("not kept" in line.text for line in wire.since())
+
+
+async def test_an_answer_after_more_lines_than_the_limit_is_found() -> None:
+    answer = b'{"jsonrpc":"2.0","id":"a","result":{}}'
+    wire = ScriptedWire([*(_progress(n, 0) for n in range(50)), answer])
+    with trio.fail_after(5):
+        found = await wire.received_within(3.0, until=lambda r: r.raw == answer, limit=10)
+    assert len(found) == 10
+    assert found[-1].raw == answer
