@@ -1,5 +1,6 @@
-"""Review rv1 of the checker's core, lifecycle, envelope and batches probes, and the demo
-server's envelope handling: each test shows one defect (it fails until it is fixed)."""
+"""Servers that answer late, concurrently, in floods, with requests of their own or with
+made-up revisions: the checker's verdicts stay right and its probes never break down.
+(Each test was written by a review against the first version, and failed on it.)"""
 
 from __future__ import annotations
 

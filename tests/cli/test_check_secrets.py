@@ -1,5 +1,5 @@
-"""Review rv2 (issue 23): the check report's rendering. Each test shows one defect: it
-fails now, for the reason its comment gives."""
+"""The check report's rendering keeps the server's secrets masked, even in what the
+server says it is (written by a review against the first version, and failed on it)."""
 
 from __future__ import annotations
 
