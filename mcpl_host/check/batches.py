@@ -7,12 +7,14 @@ server that never expected one), fenced by a ping (:mod:`.fence`).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any, Final
 
 from .context import Context
 from .fence import fence_request, fenced, refusal
 from .rules import Verdict, probe, rule
-from .wire import MODERN, same_id
+from .wire import MODERN, Wire, same_id
 
 BATCHING: Final = "2025-03-26"
 
@@ -40,23 +42,30 @@ REFUSED = rule(
 )
 
 
-async def _batching_session_applies(ctx: Context, rule_id: str) -> bool:
+@contextlib.asynccontextmanager
+async def _batching_session(ctx: Context, rule_id: str) -> AsyncIterator[Wire | None]:
+    """A fresh session on 2025-03-26, or None (``rule_id`` judged n/a) when the server
+    does not speak it."""
     if BATCHING not in ctx.options.versions:
         ctx.not_applicable(rule_id, f"{BATCHING} is not among the revisions checked")
-        return False
-    if (await ctx.facts()).version is None:
+        yield None
+    elif (await ctx.facts()).version is None:
         ctx.not_applicable(rule_id, "a 2026-07-28 server without initialize")
-        return False
-    return True
+        yield None
+    else:
+        async with ctx.session(BATCHING) as wire:
+            if wire.version != BATCHING:
+                why = f"the server answered {BATCHING} with {wire.version}"
+                ctx.not_applicable(rule_id, why)
+                yield None
+            else:
+                yield wire
 
 
 @probe(ACCEPTED)
 async def batch_accepted(ctx: Context) -> None:
-    if not await _batching_session_applies(ctx, ACCEPTED):
-        return
-    async with ctx.session(BATCHING) as wire:
-        if wire.version != BATCHING:
-            ctx.not_applicable(ACCEPTED, f"the server answered {BATCHING} with {wire.version}")
+    async with _batching_session(ctx, ACCEPTED) as wire:
+        if wire is None:
             return
         pings = [wire.request("ping"), wire.request("ping")]
         batch = [pings[0], {"jsonrpc": "2.0", "method": "notifications/mcpl-host-check"}, pings[1]]
@@ -107,11 +116,8 @@ def _answers_exactly(answers: list[Any], ids: list[Any]) -> bool:
 
 @probe(EMPTY_ARRAY)
 async def batch_empty(ctx: Context) -> None:
-    if not await _batching_session_applies(ctx, EMPTY_ARRAY):
-        return
-    async with ctx.session(BATCHING) as wire:
-        if wire.version != BATCHING:
-            ctx.not_applicable(EMPTY_ARRAY, f"the server answered {BATCHING} with {wire.version}")
+    async with _batching_session(ctx, EMPTY_ARRAY) as wire:
+        if wire is None:
             return
         out = await fenced(ctx, wire, [])
         # JSON-RPC 2.0: an empty array is not a batch; the answer MUST be one response.
