@@ -28,6 +28,7 @@ import trio
 
 from ..protocol.profiles import KNOWN_REVISIONS
 from ..protocol.redact import Redactor
+from ..protocol.request_headers import request_headers
 from ..protocol.sse import SseDecoder, SseEvent
 from ..transports.targets import HttpTarget
 from .wire import (
@@ -366,17 +367,13 @@ def _request_ids(line: bytes) -> list[Any]:
 
 
 def _modern_headers(line: bytes) -> dict[str, str]:
-    """2026-07-28's ``Mcp-Method`` and ``Mcp-Name`` for the request on ``line``."""
+    """2026-07-28's headers for the message on ``line``, as the host's own transport
+    derives them (protocol/request_headers.py: ``Mcp-Method``, ``Mcp-Name``, encoded
+    where a value is not plain ASCII)."""
     try:
         message = msgspec.json.decode(line)
     except msgspec.DecodeError:
         return {}
     if not isinstance(message, dict) or not isinstance(message.get("method"), str):
         return {}
-    headers = {"Mcp-Method": message["method"]}
-    params = message.get("params")
-    if isinstance(params, dict):
-        name = params.get("uri" if message["method"] == "resources/read" else "name")
-        if isinstance(name, str) and name.isascii() and name.isprintable():
-            headers["Mcp-Name"] = name
-    return headers
+    return request_headers(message["method"], message.get("params"), revision=MODERN)

@@ -1,16 +1,19 @@
-"""The raw wire's bounds: what an exchange keeps of what it reads."""
+"""The raw wire: what an exchange keeps of what it reads, and the headers it sends."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import msgspec
 import pytest
 import trio
 
 from mcpl_host.check import wire as wire_module
+from mcpl_host.check.httpwire import HttpWire
 from mcpl_host.check.wire import Wire
 from mcpl_host.protocol.redact import Redactor
+from mcpl_host.transports.targets import HttpTarget
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -66,3 +69,17 @@ async def test_an_answer_after_more_lines_than_the_limit_is_found() -> None:
         found = await wire.received_within(3.0, until=lambda r: r.raw == answer, limit=10)
     assert len(found) == 10
     assert found[-1].raw == answer
+
+
+async def test_a_2026_07_28_post_names_its_tool_as_the_host_would_encode_it() -> None:
+    # 2026-07-28 basic/transports, "Standard MCP request headers": a value that is not
+    # printable ASCII goes as =?base64?...?=; the checker derives them as the host does.
+    async with trio.open_nursery() as nursery, httpx.AsyncClient() as client:
+        wire = HttpWire(HttpTarget("http://127.0.0.1:9/mcp"), client, nursery, Redactor())
+        wire.version = wire_module.MODERN
+        line = msgspec.json.encode(wire.request("tools/call", {"name": "café", "arguments": {}}))
+        headers = wire.headers(line)
+        await wire.aclose()
+    assert headers["Mcp-Method"] == "tools/call"
+    assert headers["Mcp-Name"] == "=?base64?Y2Fmw6k=?="
+    assert headers["MCP-Protocol-Version"] == "2026-07-28"
