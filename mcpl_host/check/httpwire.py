@@ -111,6 +111,11 @@ class HttpWire(Wire):
         self._nursery = nursery
         self._new_post = trio.Event()  # set (and replaced) as each POST begins answering
         self._send_lines, self._lines = trio.open_memory_channel[bytes | _Ended](_QUEUE)
+        # The bytes of the lines waiting to be read: past KEPT_BYTES the POSTs' readers
+        # wait (as they do past _QUEUE lines), so a server's unread lines hold at most
+        # that much plus the line each reader has in hand.
+        self.queued_bytes = 0
+        self._drained = trio.Event()
         self._open_posts = 0
         self._refusals: set[bytes] = set()  # bodies of 4xx answers to notifications
 
@@ -225,7 +230,7 @@ class HttpWire(Wire):
                 session = r.headers.get("mcp-session-id")
                 if session is not None and self.session_id is None:
                     self.session_id = session
-                deliver = self._send_lines.send
+                deliver = self._queue
                 if 400 <= posted.status < 500 and _only_notifications(line):
                     # "If the server cannot accept the input, it MUST return an HTTP error
                     # status code ... The HTTP response body MAY comprise a JSON-RPC error
@@ -241,6 +246,12 @@ class HttpWire(Wire):
         # A request whose POST ended without its answer gets none: say so to answer().
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             await self._send_lines.send(_Ended(_request_ids(line)))
+
+    async def _queue(self, data: bytes) -> None:
+        while self.queued_bytes > KEPT_BYTES:
+            await self._drained.wait()
+        self.queued_bytes += len(data)
+        await self._send_lines.send(data)
 
     async def _deliver_refusal(
         self, deliver: Callable[[bytes], Awaitable[None]], data: bytes
@@ -305,6 +316,9 @@ class HttpWire(Wire):
         while True:
             item = await self._lines.receive()
             if not isinstance(item, _Ended):
+                self.queued_bytes -= len(item)
+                self._drained.set()
+                self._drained = trio.Event()
                 return item
             self.forget(item.ids)  # the POST ended: no answer to them can come any more
             if any(same_id(self.awaiting, i) for i in item.ids):

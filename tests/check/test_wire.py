@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -9,6 +12,7 @@ import msgspec
 import pytest
 import trio
 
+from mcpl_host.check import httpwire as httpwire_module
 from mcpl_host.check import wire as wire_module
 from mcpl_host.check.httpwire import HttpWire
 from mcpl_host.check.wire import Wire
@@ -83,3 +87,47 @@ async def test_a_2026_07_28_post_names_its_tool_as_the_host_would_encode_it() ->
     assert headers["Mcp-Method"] == "tools/call"
     assert headers["Mcp-Name"] == "=?base64?Y2Fmw6k=?="
     assert headers["MCP-Protocol-Version"] == "2026-07-28"
+
+
+class _Flooding(BaseHTTPRequestHandler):
+    """Answers every POST with an event stream of 100 events of 16 KiB each."""
+
+    def log_message(self, *args: Any) -> None:
+        del args
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        event = b'data: {"jsonrpc":"2.0","method":"notifications/message","params":"'
+        event += b"x" * 16384 + b'"}\n\n'
+        with contextlib.suppress(OSError):
+            for _ in range(100):
+                self.wfile.write(event)
+
+
+async def test_the_lines_waiting_to_be_read_over_http_are_bounded_in_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bound = 64 * 1024
+    monkeypatch.setattr(httpwire_module, "KEPT_BYTES", bound)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Flooding)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery, httpx.AsyncClient() as client:
+                wire = HttpWire(HttpTarget(url), client, nursery, Redactor())
+                await wire.send(wire.request("ping"))
+                await trio.sleep(1)  # nobody reads: the POST's reader must wait
+                held = wire._lines.statistics().current_buffer_used * 16 * 1024
+                lines = await wire.received_within(1, limit=1000)
+                await wire.aclose()
+                nursery.cancel_scope.cancel()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert 0 < held <= bound + 16 * 1024
+    assert len(lines) == 100  # held back, not lost
