@@ -71,7 +71,8 @@ def rewrite(change: Callable[[Any, Any], Any]) -> FaultFactory:
     return Rewrite
 
 
-async def _serve(stream: trio.abc.Stream, fault: Fault) -> None:
+async def serve_stream(stream: trio.abc.Stream, fault: Fault) -> None:
+    """Serve one connection: the demo's line handling with ``fault``."""
     decoder = LineDecoder()
     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
         while data := await stream.receive_some(65536):
@@ -92,7 +93,7 @@ async def serving(fault: FaultFactory = Fault) -> AsyncIterator[Opener]:
 
         async def open_one() -> Transport:
             host, peer = trio.testing.memory_stream_pair()
-            nursery.start_soon(_serve, peer, fault(Session()))
+            nursery.start_soon(serve_stream, peer, fault(Session()))
             return StreamTransport(host, "scripted")
 
         yield open_one

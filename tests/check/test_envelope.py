@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import msgspec
 import trio
 
-from mcpl_host.check import Report, Verdict
+from mcpl_host.check import Report, Verdict, check
 from mcpl_host.check.context import CheckOptions
 from mcpl_host.check.fence import Fenced, refusal
 from mcpl_host.check.wire import Received
+from mcpl_host.demo import Session
+from mcpl_host.transports.targets import TcpTarget
 
-from .servers import Fault, rewrite, run, run_stdio, serving, verdict
+from .servers import Fault, rewrite, run, run_stdio, serve_stream, serving, verdict
 
 LARGEST_SAFE = 9007199254740991
 
@@ -300,3 +303,26 @@ async def test_the_fence_reads_past_any_number_of_notifications() -> None:
     with trio.fail_after(10):
         report = await run(_ChattyPing, "envelope.notification-unanswered")
     assert verdict(report, "envelope.notification-unanswered") == "pass"
+
+
+async def test_the_demo_over_a_tcp_socket_passes_the_envelope_rules() -> None:
+    # The same raw wire over a socket: each probe dials its own connection.
+    async with trio.open_nursery() as nursery:
+
+        async def serve(stream: trio.SocketStream) -> None:
+            await serve_stream(stream, Fault(Session()))
+
+        serving_tcp = functools.partial(trio.serve_tcp, serve, 0, host="127.0.0.1")
+        (listener,) = await nursery.start(serving_tcp)
+        port = listener.socket.getsockname()[1]
+        with trio.fail_after(60):
+            report = await check(
+                TcpTarget("127.0.0.1", port),
+                only=["envelope", "lifecycle.stdin-eof"],
+                options=CheckOptions(timeout=5.0),
+            )
+        nursery.cancel_scope.cancel()
+    verdicts = {f.rule.id: f.verdict.value for f in report.findings}
+    assert verdicts.pop("lifecycle.stdin-eof") == "n/a"
+    assert set(verdicts.values()) == {"pass"}, report.to_json()
+    assert len(verdicts) == 14
