@@ -28,214 +28,36 @@ with -32700, a request other than ping before initialize with -32600, and a batc
 skipped. ``mcpl-host check`` finds nothing to fault in it. It is synchronous on purpose: one
 line in, one line out, so a client's speed is what a benchmark against it measures.
 While ``ask`` waits for the client's response, other lines wait their turn.
+
+This module answers one line (:func:`answer_line`) or message (:func:`handle`);
+:mod:`.catalogue` holds what the server offers, :mod:`.stdio` runs it on stdin and
+stdout.
 """
 
 from __future__ import annotations
 
-import os
-import select
-import sys
 import time
-from collections import deque
-from collections.abc import Callable, Iterator
 from typing import Any, Final
 from urllib.parse import unquote
 
 import msgspec
 
-SUPPORTED = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-
-# MCP's own code for a resource that does not exist.
-RESOURCE_NOT_FOUND: Final = -32002
-_MAX_STEPS: Final = 100
-_MAX_DELAY: Final = 10.0
-# MCP's logging levels (syslog's), least severe first: a level lets through itself and
-# everything after it.
-LOG_LEVELS: Final = (
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
+from .catalogue import (
+    _ASKS,
+    _ECHO_PREFIX,
+    _MAX_DELAY,
+    _MAX_STEPS,
+    COMPLETIONS,
+    LOG_LEVELS,
+    PROMPTS,
+    README_TEXT,
+    README_URI,
+    RESOURCE_NOT_FOUND,
+    RESOURCE_TEMPLATES,
+    RESOURCES,
+    SUPPORTED,
+    TOOLS,
 )
-# What ``ask`` can ask for: the client capability it needs, the method, its params.
-_ASKS: Final[dict[str, tuple[str, str, dict[str, Any] | None]]] = {
-    "roots": ("roots", "roots/list", None),
-    "sample": (
-        "sampling",
-        "sampling/createMessage",
-        {
-            "messages": [{"role": "user", "content": {"type": "text", "text": "Say hello"}}],
-            "maxTokens": 50,
-        },
-    ),
-    "elicit": (
-        "elicitation",
-        "elicitation/create",
-        {
-            "message": "What is your name?",
-            "requestedSchema": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}},
-                "required": ["name"],
-            },
-        },
-    ),
-}
-
-TOOLS = [
-    {
-        "name": "echo",
-        "description": "Return the text it is given.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"text": {"type": "string"}},
-            "required": ["text"],
-        },
-        "annotations": {"readOnlyHint": True},
-    },
-    {
-        "name": "add",
-        "description": "Add two numbers.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-            "required": ["a", "b"],
-        },
-        "outputSchema": {
-            "type": "object",
-            "properties": {"sum": {"type": "number"}},
-            "required": ["sum"],
-        },
-        "annotations": {"readOnlyHint": True},
-    },
-    {
-        "name": "sleep",
-        "description": "Answer after the given number of seconds (at most 60).",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"seconds": {"type": "number"}},
-            "required": ["seconds"],
-        },
-        "annotations": {"readOnlyHint": True},
-    },
-    {
-        "name": "countdown",
-        "description": (
-            "Count down from steps to zero, delay seconds apart, reporting progress; "
-            "stops when cancelled."
-        ),
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "steps": {"type": "integer", "minimum": 0, "maximum": _MAX_STEPS},
-                "delay": {"type": "number", "minimum": 0, "maximum": _MAX_DELAY},
-            },
-            "required": ["steps"],
-        },
-        "annotations": {"readOnlyHint": True},
-    },
-    {
-        "name": "wrong_shape",
-        "description": (
-            "Returns structuredContent that does not match its outputSchema, "
-            "for testing clients' output validation."
-        ),
-        "inputSchema": {"type": "object", "properties": {}},
-        "outputSchema": {
-            "type": "object",
-            "properties": {"count": {"type": "integer"}},
-            "required": ["count"],
-        },
-        "annotations": {"readOnlyHint": True},
-    },
-    {
-        "name": "log",
-        "description": (
-            "Send text as a log message (notifications/message) at the given level, "
-            "unless the level set with logging/setLevel filters it out."
-        ),
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "level": {"type": "string", "enum": list(LOG_LEVELS)},
-                "text": {"type": "string"},
-            },
-            "required": ["level", "text"],
-        },
-        "annotations": {"readOnlyHint": True},
-    },
-    {
-        "name": "touch",
-        "description": (
-            "Send notifications/resources/updated for a resource, if the client subscribed to it."
-        ),
-        "inputSchema": {
-            "type": "object",
-            "properties": {"uri": {"type": "string"}},
-            "required": ["uri"],
-        },
-        "annotations": {"readOnlyHint": True},
-    },
-    {
-        "name": "ask",
-        "description": (
-            "Ask the client for its roots, a sampled message, or (elicitation) the "
-            "user's name, and answer with what it said."
-        ),
-        "inputSchema": {
-            "type": "object",
-            "properties": {"what": {"type": "string", "enum": list(_ASKS)}},
-            "required": ["what"],
-        },
-        "annotations": {"readOnlyHint": True},
-    },
-]
-
-README_URI: Final = "demo://readme"
-README_TEXT: Final = (
-    "# mcpl-host demo server\n\n"
-    "Tools: echo, add, sleep, countdown, wrong_shape, log, touch, ask. "
-    "Resources: demo://readme and demo://echo/{text}, both subscribable. "
-    "Prompts: greet.\n\n"
-    "Logging: logging/setLevel, and the log tool's notifications/message. "
-    "Completions: greet's name, and demo://echo/{text}'s text. "
-    "The ask tool asks the client for roots, sampling or elicitation.\n"
-)
-RESOURCES = [
-    {
-        "uri": README_URI,
-        "name": "readme",
-        "title": "About the demo server",
-        "description": "What this server offers.",
-        "mimeType": "text/markdown",
-    },
-]
-_ECHO_PREFIX: Final = "demo://echo/"
-RESOURCE_TEMPLATES = [
-    {
-        "uriTemplate": _ECHO_PREFIX + "{text}",
-        "name": "echo",
-        "description": "A resource whose text is the (percent-decoded) end of its URI.",
-        "mimeType": "text/plain",
-    },
-]
-PROMPTS = [
-    {
-        "name": "greet",
-        "description": "Ask the model to greet someone.",
-        "arguments": [{"name": "name", "description": "Who to greet.", "required": True}],
-    },
-]
-# What completion/complete offers, by (reference type, prompt name or URI template,
-# argument name).
-COMPLETIONS: Final[dict[tuple[str, str, str], tuple[str, ...]]] = {
-    ("ref/prompt", "greet", "name"): ("Ada", "Alan", "Grace", "Linus"),
-    ("ref/resource", _ECHO_PREFIX + "{text}", "text"): ("hello", "hi", "howdy"),
-}
 
 
 class Session:
@@ -608,122 +430,6 @@ class _Refusal(Exception):
         self.message = message
 
 
-class _StdioSession(Session):
-    """stdin read with ``os.read``, so that a pause can watch it (``select``) for a
-    ``notifications/cancelled`` naming the running request, and ``ask`` for the client's
-    response; other lines that arrive meanwhile wait their turn."""
-
-    has_client = True
-
-    def __init__(self, write: Callable[[dict[str, Any]], None], fd: int = 0) -> None:
-        super().__init__()
-        self._write = write
-        self._asked = 0
-        self._fd = fd
-        self._buffer = bytearray()
-        self._lines: deque[bytes] = deque()
-        self._eof = False
-        self._decoder = msgspec.json.Decoder()
-
-    def lines(self) -> Iterator[bytes]:
-        while True:
-            if self._lines:
-                yield self._lines.popleft()
-            elif self._eof:
-                return
-            else:
-                self._read()
-
-    def notify(self, method: str, params: dict[str, Any]) -> None:
-        self._write({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def pause(self, seconds: float, request_id: Any) -> bool:
-        deadline = time.monotonic() + seconds
-        while not self._eof:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return True
-            readable, _, _ = select.select([self._fd], [], [], left)
-            if readable:
-                before = len(self._lines)
-                self._read()
-                if self._take_cancel(before, request_id):
-                    return False
-        return False  # the host is gone: nobody waits for the answer
-
-    def ask(
-        self, method: str, params: dict[str, Any] | None, request_id: Any
-    ) -> dict[str, Any] | None:
-        if self._eof:
-            return None  # the client is gone: nobody would answer
-        self._asked += 1
-        ask_id = f"demo-{self._asked}"
-        request: dict[str, Any] = {"jsonrpc": "2.0", "id": ask_id, "method": method}
-        if params is not None:
-            request["params"] = params
-        self._write(request)
-        # From the first queued line: a scripted client may have written its answer (or
-        # a cancel) before reading the request, and it may already be here.
-        start = 0
-        while True:
-            response = self._take_response(start, ask_id)
-            if response is not None:
-                return response
-            if self._take_cancel(start, request_id):
-                # The host gave up on the tool call, so the question is moot too.
-                self.notify("notifications/cancelled", {"requestId": ask_id})
-                return None
-            if self._eof:
-                return None
-            start = len(self._lines)
-            self._read()
-
-    def _take_response(self, start: int, ask_id: str) -> dict[str, Any] | None:
-        for index in range(start, len(self._lines)):
-            try:
-                message = self._decoder.decode(self._lines[index])
-            except msgspec.DecodeError:
-                continue
-            if (
-                isinstance(message, dict)
-                and "method" not in message
-                and message.get("id") == ask_id
-                and ("result" in message or "error" in message)
-            ):
-                del self._lines[index]
-                return message
-        return None
-
-    def _read(self) -> None:
-        chunk = os.read(self._fd, 65536)
-        if not chunk:
-            self._eof = True
-            if self._buffer:
-                self._lines.append(bytes(self._buffer))
-                self._buffer.clear()
-            return
-        self._buffer += chunk
-        while (end := self._buffer.find(b"\n")) >= 0:
-            self._lines.append(bytes(self._buffer[:end]))
-            del self._buffer[: end + 1]
-
-    def _take_cancel(self, start: int, request_id: Any) -> bool:
-        for index in range(start, len(self._lines)):
-            try:
-                message = self._decoder.decode(self._lines[index])
-            except msgspec.DecodeError:
-                continue
-            if (
-                isinstance(message, dict)
-                and message.get("method") == "notifications/cancelled"
-                and isinstance(message.get("params"), dict)
-                and message["params"].get("requestId") == request_id
-            ):
-                del self._lines[index]
-                return True
-        return False
-
-
 def answer_line(line: bytes, session: Session | None = None) -> Any:
     """What to write back for one line of input: a message, a batch's array of answers,
     or None (nothing). Besides :func:`handle`'s answers it refuses every request but
@@ -760,22 +466,3 @@ def _answer(message: Any, session: Session) -> dict[str, Any] | None:
 
 
 _DECODER: Final = msgspec.json.Decoder()
-
-
-def main() -> None:
-    encoder = msgspec.json.Encoder()
-    out = sys.stdout.buffer
-
-    def write(value: Any) -> None:
-        out.write(encoder.encode(value) + b"\n")
-        out.flush()
-
-    session = _StdioSession(write)
-    for line in session.lines():
-        answer = answer_line(line, session)
-        if answer is not None:
-            write(answer)
-
-
-if __name__ == "__main__":
-    main()
