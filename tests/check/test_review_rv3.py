@@ -1,0 +1,106 @@
+"""Review rv3: the second round of fixes (51078eb..445d1e9): what they broke or left out."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+from mcpl_host.check.fence import fenced
+from mcpl_host.check.wire import KEPT_BYTES, Wire
+from mcpl_host.protocol.redact import Redactor
+
+from .servers import rewrite, run
+
+pytestmark = pytest.mark.timeout(10)
+
+
+class _Scripted(Wire):
+    """A wire whose server says ``lines`` and then nothing; what the checker writes is
+    kept in ``written``."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        super().__init__(Redactor())
+        self._script = list(lines)
+        self.written: list[bytes] = []
+
+    async def _write(self, data: bytes) -> None:
+        self.written.append(data)
+
+    async def _read(self) -> bytes | None:
+        await trio.lowlevel.checkpoint()
+        if not self._script:
+            await trio.sleep_forever()
+        return self._script.pop(0)
+
+    async def aclose(self) -> None:
+        pass
+
+
+# --- 1. the fence keeps 128 lines of any size: no byte bound ----------------------------
+async def test_the_fence_keeps_no_more_than_kept_bytes_of_what_it_reads() -> None:
+    # wire.py's docstring: "what one exchange keeps of the lines it reads is at most 1000
+    # lines and KEPT_BYTES bytes". The fence (fence.py `take`) bounds what it keeps to
+    # 64 responses and 64 noise lines, each up to MAX_LINE_BYTES (4 MiB): 512 MiB held
+    # for one notification's verdict. Here 40 noise lines of 1 MiB (one shared object,
+    # so the test itself stays small) are answered to a notification, then the pong.
+    big = b"x" * (1 << 20)  # not JSON: noise
+    pong = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    wire = _Scripted([*([big] * 40), pong])
+    notification = {"jsonrpc": "2.0", "method": "notifications/mcpl-host-check"}
+    with trio.fail_after(5):
+        out = await fenced(SimpleNamespace(timeout=1.0), wire, notification)  # type: ignore[arg-type]
+    assert out.alive
+    kept = sum(len(line.raw) for line in (*out.responses, *out.noise))
+    assert kept <= KEPT_BYTES, f"the fence kept {kept >> 20} MiB"
+
+
+# --- 2. a server's request inside a batch is never answered (2025-03-26) ----------------
+async def test_a_server_ping_in_a_batch_is_answered_on_2025_03_26() -> None:
+    # 2025-03-26 basic/index: "MCP implementations MAY support sending JSON-RPC batches,
+    # but MUST support receiving JSON-RPC batches"; basic/utilities/ping: "The receiver
+    # MUST respond promptly with an empty response". Wire._serve (wire.py) returns at once
+    # for an array, so a 2025-03-26 server that batches its ping waits for a pong that
+    # never comes, and is then judged as if it had stopped answering.
+    batch = b'[{"jsonrpc":"2.0","id":"server-ping","method":"ping"}]'
+    wire = _Scripted([batch])
+    wire.version = "2025-03-26"
+    with trio.fail_after(5):
+        line = await wire.receive(1.0)
+    assert line is not None
+    answers: list[Any] = []
+    for data in wire.written:
+        value = msgspec.json.decode(data)
+        answers += value if isinstance(value, list) else [value]
+    assert any(
+        isinstance(a, dict) and a.get("id") == "server-ping" and a.get("result") == {}
+        for a in answers
+    ), f"wrote {wire.written!r}"
+
+
+# --- 3. a valid ECMA-262 pattern makes a tool's schema "not a valid JSON Schema" --------
+def _named_group(request: Any, answer: Any) -> Any:
+    if isinstance(request, dict) and request.get("method") == "tools/list":
+        answer["result"]["tools"][0]["inputSchema"] = {
+            "type": "object",
+            "properties": {"date": {"type": "string", "pattern": r"^(?<y>\d{4})-\k<y>$"}},
+        }
+    return answer
+
+
+async def test_a_pattern_valid_in_ecma_262_does_not_fail_tool_schemas() -> None:
+    # JSON Schema 2020-12 Validation 6.3.3 (pattern): "This string SHOULD be a valid
+    # regular expression, according to the ECMA-262 regular expression dialect";
+    # named groups and \k<name> are ECMA-262 (ES2018). And the metaschema's
+    # "format": "regex" is an annotation in 2020-12 (Validation 7.2: format is not
+    # asserted by default), so a pattern the checker's regex engine cannot read does not
+    # make the schema invalid. client/schema.py:_compile marks every ValidationError but
+    # a Referencing one `malformed` (schema.py:292), so content.tool-schemas fails a
+    # compliant server; "not checked" (a warning) is the most the checker can say.
+    with trio.fail_after(5):
+        report = await run(rewrite(_named_group), "content.tool-schemas")
+    found = next(f for f in report.findings if f.rule.id == "content.tool-schemas")
+    assert found.verdict.value != "fail", found.detail
