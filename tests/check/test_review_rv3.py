@@ -104,3 +104,46 @@ async def test_a_pattern_valid_in_ecma_262_does_not_fail_tool_schemas() -> None:
         report = await run(rewrite(_named_group), "content.tool-schemas")
     found = next(f for f in report.findings if f.rule.id == "content.tool-schemas")
     assert found.verdict.value != "fail", found.detail
+
+
+# --- 4. a dual-era server's broken InitializeResult is judged n/a -----------------------
+async def test_a_modern_server_answering_initialize_with_a_broken_result_is_not_na() -> None:
+    # basic/lifecycle#initialization (2024-11-05 on): the server "MUST respond with its
+    # own capabilities and information", and InitializeResult requires protocolVersion
+    # (schema); 2026-07-28 basic/versioning, Legacy client / Modern server: "the server
+    # rejects `initialize` with a JSON-RPC error". This server answers initialize with a
+    # result and no protocolVersion: neither. lifecycle.py:initialize_newest now returns
+    # n/a whenever the facts found no handshake and a server/discover (lifecycle.py:72),
+    # before looking at the answer; before the fix only a missing answer was n/a and a
+    # malformed result failed.
+    from .modern_server import Behaviour  # noqa: PLC0415
+    from .test_modern import run_modern  # noqa: PLC0415
+
+    def no_version(request: Any, answer: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(request, dict) and request.get("method") == "initialize":
+            result = answer.get("result")
+            if isinstance(result, dict):
+                result.pop("protocolVersion", None)
+        return answer
+
+    with trio.fail_after(8):
+        report = await run_modern(Behaviour(change=no_version), "lifecycle.initialize-newest")
+    (found,) = [f for f in report.findings if f.rule.id == "lifecycle.initialize-newest"]
+    assert found.verdict.value == "fail", found.detail
+
+
+# --- 5. on 2026-07-28 the checker answers a server's request: a client response --------
+async def test_no_response_is_sent_to_a_server_request_on_2026_07_28() -> None:
+    # 2026-07-28 (docs/specification/2026-07-28, basic/transports): stdio carries no
+    # client-to-server responses, a POST holds "one request or notification" (no
+    # responses), and servers MUST NOT send requests at all. Wire._serve (wire.py) answers
+    # whatever revision the wire speaks, so a 2026-07-28 server's stray ping gets a
+    # response line (over HTTP, a POST of its own whose status lands in wire.posts, which
+    # fence.py reads as the probed message's http_error). Minor: only a broken server
+    # triggers it.
+    wire = _Scripted([b'{"jsonrpc":"2.0","id":"server-ping","method":"ping"}'])
+    wire.version = "2026-07-28"
+    with trio.fail_after(5):
+        line = await wire.receive(1.0)
+    assert line is not None
+    assert wire.written == [], f"wrote {wire.written!r}"
