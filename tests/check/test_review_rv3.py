@@ -147,3 +147,46 @@ async def test_no_response_is_sent_to_a_server_request_on_2026_07_28() -> None:
         line = await wire.receive(1.0)
     assert line is not None
     assert wire.written == [], f"wrote {wire.written!r}"
+
+
+# --- 6. refusal bodies are remembered whole, 64 of up to 4 MiB each ---------------------
+async def test_the_refusals_remembered_over_http_are_bounded_in_bytes() -> None:
+    # wire.py's docstring bounds what is kept of a server's lines (KEPT_BYTES); the HTTP
+    # wire's unread lines are bounded in bytes too. HttpWire._deliver_refusal
+    # (httpwire.py:259) keeps the whole body of each 4xx answer to a notification POST,
+    # up to 64 of them of up to MAX_LINE_BYTES each (256 MiB) for the wire's life (a
+    # pooled session's: the whole run), after they are read. Twenty 1 MiB refusals here.
+    import httpx  # noqa: PLC0415
+
+    from mcpl_host.check.httpwire import HttpWire  # noqa: PLC0415
+    from mcpl_host.transports.targets import HttpTarget  # noqa: PLC0415
+
+    count = iter(range(1000))
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        n = next(count)
+        body = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"%d %s"}}' % (
+            n,
+            b"x" * (1 << 20),
+        )
+        return httpx.Response(400, content=body, headers={"content-type": "application/json"})
+
+    with trio.fail_after(8):
+        async with trio.open_nursery() as nursery, httpx.AsyncClient(
+            transport=httpx.MockTransport(refuse)
+        ) as client:
+            wire = HttpWire(HttpTarget("http://127.0.0.1:9/mcp"), client, nursery, Redactor())
+            for _ in range(20):
+                await wire.notify("notifications/mcpl-host-check")
+            seen = 0
+
+            def all_read(line: Any) -> bool:
+                nonlocal seen
+                seen += 1
+                return seen == 20
+
+            assert await wire.read_until(5.0, all_read)  # read: nothing is waiting any more
+            held = sum(len(body) for body in wire._refusals)
+            await wire.aclose()
+            nursery.cancel_scope.cancel()
+    assert held <= KEPT_BYTES, f"{held >> 20} MiB of refusals held after they were read"
