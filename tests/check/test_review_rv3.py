@@ -113,7 +113,7 @@ async def test_a_modern_server_answering_initialize_with_a_broken_result_is_not_
     # (schema); 2026-07-28 basic/versioning, Legacy client / Modern server: "the server
     # rejects `initialize` with a JSON-RPC error". This server answers initialize with a
     # result and no protocolVersion: neither. lifecycle.py:initialize_newest now returns
-    # n/a whenever the facts found no handshake and a server/discover (lifecycle.py:72),
+    # n/a whenever the facts found no handshake and a server/discover (lifecycle.py:73),
     # before looking at the answer; before the fix only a missing answer was n/a and a
     # malformed result failed.
     from .modern_server import Behaviour  # noqa: PLC0415
