@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from .rules import Line, Verdict
-from .wire import MODERN, Received, is_response, same_id, shown
+from .wire import KEPT_BYTES, MODERN, Received, is_response, same_id, shown
 
 if TYPE_CHECKING:
     from .context import Context
@@ -75,6 +75,35 @@ def _readable_id(message: Any) -> tuple[bool, Any]:
     return False, None
 
 
+class _Seen:
+    """What a fence keeps of the lines it reads: the responses that are not the fence's
+    and the lines that are not JSON-RPC, at most _KEPT of each and half of KEPT_BYTES
+    (the verdicts need the first few; the transcript shows every line, cut), how many
+    answers came (an array's entries each), and whether the message's own id did."""
+
+    def __init__(self, fence_id: Any, id_: Any) -> None:
+        self.fence_id = fence_id
+        self.id = id_
+        self.responses: list[Received] = []
+        self.noise: list[Received] = []
+        self.count = 0
+        self.answered = False
+        self._kept = {"responses": 0, "noise": 0}
+
+    def take(self, line: Received) -> None:
+        if not line.is_json_rpc:
+            self._keep(self.noise, "noise", line)
+        elif _is_response(line, self.fence_id):
+            self.count += len(line.value) if isinstance(line.value, list) else 1
+            self.answered = self.answered or _is_answer_to(line, self.id)
+            self._keep(self.responses, "responses", line)
+
+    def _keep(self, into: list[Received], which: str, line: Received) -> None:
+        if len(into) < _KEPT and self._kept[which] + len(line.raw) <= KEPT_BYTES // 2:
+            into.append(line)
+            self._kept[which] += len(line.raw)
+
+
 async def fenced(ctx: Context, wire: Wire, message: Any, *, want: int = 1) -> Fenced:
     """Send ``message`` (a JSON value, or bytes as they are), then the fence. Past the
     fence's answer, a request with a readable id still unanswered is waited for as long
@@ -90,36 +119,21 @@ async def fenced(ctx: Context, wire: Wire, message: Any, *, want: int = 1) -> Fe
     await wire.send(fence)
     fence_id = fence["id"]
     readable, id_ = _readable_id(message)
-    responses: list[Received] = []
-    noise: list[Received] = []
-    count = 0  # the answers read that are not the fence's (an array's entries each)
-    answered = False  # the message's own id came back
-
-    def take(line: Received) -> None:
-        # What the verdicts need is kept (bounded); the transcript has every line.
-        nonlocal count, answered
-        if not line.is_json_rpc:
-            if len(noise) < _KEPT:
-                noise.append(line)
-        elif _is_response(line, fence_id):
-            count += len(line.value) if isinstance(line.value, list) else 1
-            answered = answered or (readable and _is_answer_to(line, id_))
-            if len(responses) < _KEPT:
-                responses.append(line)
+    seen = _Seen(fence_id, id_ if readable else _NOTHING)
 
     def fence_answered(line: Received) -> bool:
         if _is_answer_to(line, fence_id):
             return True
-        take(line)
+        seen.take(line)
         return False
 
     def enough(line: Received) -> bool:
-        take(line)
-        return count >= want or answered
+        seen.take(line)
+        return seen.count >= want or seen.answered
 
     def more(line: Received) -> bool:
-        take(line)
-        return count >= want
+        seen.take(line)
+        return seen.count >= want
 
     # The HTTP wire stops a wait early only for the request named here (a broken
     # message's POST ending without an answer is no reason to stop waiting the fence).
@@ -128,10 +142,10 @@ async def fenced(ctx: Context, wire: Wire, message: Any, *, want: int = 1) -> Fe
         alive = await wire.read_until(ctx.timeout, fence_answered)
         pending = any(same_id(i, id_) for i in wire.outstanding)
         waited_out = False
-        if alive and readable and pending and count < want:
+        if alive and readable and pending and seen.count < want:
             wire.awaiting = id_
             waited_out = not await wire.read_until(ctx.timeout, enough)
-        if alive and count < want and not waited_out:
+        if alive and seen.count < want and not waited_out:
             wire.awaiting = _NOTHING
             await wire.read_until(GRACE, more)
     finally:
@@ -141,8 +155,8 @@ async def fenced(ctx: Context, wire: Wire, message: Any, *, want: int = 1) -> Fe
         wire.note("·", f"no answer to the ping within {ctx.timeout:g} s")
     http_error = next((p.status for p in wire.posts[posted:] if p.status >= 400), None)
     return Fenced(
-        responses=tuple(responses),
-        noise=() if http_error else tuple(noise),
+        responses=tuple(seen.responses),
+        noise=() if http_error else tuple(seen.noise),
         alive=alive,
         closed=wire.closed,
         evidence=wire.since(mark),

@@ -33,6 +33,7 @@ import trio
 from .. import __version__
 from ..protocol.discover import request_meta
 from ..protocol.framing import LineDecoder, OversizedLine
+from ..protocol.profiles import PROFILES
 from ..protocol.redact import Redactor
 from .rules import Line
 
@@ -275,19 +276,22 @@ class Wire:
             self.outstanding = [i for i in self.outstanding if not same_id(i, id_)]
 
     async def _serve(self, value: Any) -> None:
-        """Answer the server's own request (``ping``: an empty result; anything else:
-        -32601, the checker offering no client feature); notifications need nothing."""
-        if not isinstance(value, dict) or not isinstance(value.get("method"), str):
+        """Answer the server's own requests (``ping``: an empty result; anything else:
+        -32601, the checker offering no client feature); notifications need nothing. A
+        batch's requests are answered in one array where the revision takes batches;
+        on 2026-07-28, where servers send no requests and clients no responses, one is
+        only noted."""
+        batch = isinstance(value, list)
+        profile = PROFILES.get(self.version or "")
+        if batch and (profile is None or not profile.accepts_batches):
             return
-        id_ = value.get("id")
-        if not (isinstance(id_, str) or (isinstance(id_, int) and not isinstance(id_, bool))):
+        answers = [a for a in map(_answer_to, value if batch else [value]) if a is not None]
+        if not answers:
             return
-        answer: dict[str, Any] = {"jsonrpc": "2.0", "id": id_}
-        if value["method"] == "ping":
-            answer["result"] = {}
-        else:
-            answer["error"] = {"code": -32601, "message": "Method not found"}
-        await self.send(answer)
+        if self.version == MODERN:
+            self.note("·", "a request from the server, which 2026-07-28 has none of: not answered")
+            return
+        await self.send(answers if batch else answers[0])
 
     async def read_until(self, timeout: float, until: Callable[[Received], bool]) -> bool:
         """Read lines within ``timeout`` until ``until(line)`` is true (True) or the time,
@@ -398,6 +402,18 @@ class Wire:
         if params is not None:
             message["params"] = params
         await self.send(message)
+
+
+def _answer_to(message: Any) -> dict[str, Any] | None:
+    """The checker's answer to one request of the server's (None: not a request)."""
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        return None
+    id_ = message.get("id")
+    if not (isinstance(id_, str) or (isinstance(id_, int) and not isinstance(id_, bool))):
+        return None
+    if message["method"] == "ping":
+        return {"jsonrpc": "2.0", "id": id_, "result": {}}
+    return {"jsonrpc": "2.0", "id": id_, "error": {"code": -32601, "message": "Method not found"}}
 
 
 def request_ids(value: Any) -> list[Any]:
