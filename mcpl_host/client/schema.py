@@ -289,8 +289,12 @@ def _compile(canonical: bytes) -> Validator:
             pattern_options=library.FancyRegexOptions(backtrack_limit=REGEX_BACKTRACK_LIMIT),
         )
     except library.ValidationError as exc:
-        referencing = isinstance(exc.kind, library.ValidationErrorKind.Referencing)
-        raise UnsupportedSchema(_refusal(library, exc), malformed=not referencing) from None
+        # Not malformed: a $ref the library will not fetch, and a "format" the metaschema
+        # asks of a keyword (a "pattern" this regex engine cannot read, though ECMA-262
+        # can): format is an annotation in 2020-12, and the dialects differ.
+        unchecked = (library.ValidationErrorKind.Referencing, library.ValidationErrorKind.Format)
+        malformed = not isinstance(exc.kind, unchecked)
+        raise UnsupportedSchema(_refusal(library, exc), malformed=malformed) from None
     except (ValueError, library.ReferencingError) as exc:  # e.g. "Recursion limit reached"
         raise UnsupportedSchema(log_value(str(exc).partition("\n")[0], _MESSAGE)) from None
     if not shape.followed:
