@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -117,7 +119,9 @@ class HttpWire(Wire):
         self.queued_bytes = 0
         self._drained = trio.Event()
         self._open_posts = 0
-        self._refusals: set[bytes] = set()  # bodies of 4xx answers to notifications
+        # The digests of the last bodies of 4xx answers to notifications (not the bodies:
+        # a pooled wire lives the whole run).
+        self._refusals: deque[bytes] = deque(maxlen=_REFUSALS)
 
     def headers(self, line: bytes | None = None) -> dict[str, str]:
         """The headers a client sends with ``line`` (None: a GET or DELETE)."""
@@ -256,14 +260,13 @@ class HttpWire(Wire):
     async def _deliver_refusal(
         self, deliver: Callable[[bytes], Awaitable[None]], data: bytes
     ) -> None:
-        if len(self._refusals) < _REFUSALS:
-            self._refusals.add(data)
+        self._refusals.append(hashlib.sha256(data).digest())
         await deliver(data)
 
     def is_refusal(self, line: Received) -> bool:
         value = line.value
         return (
-            line.raw in self._refusals
+            hashlib.sha256(line.raw).digest() in self._refusals
             and isinstance(value, dict)
             and "error" in value
             and value.get("id") is None

@@ -70,16 +70,16 @@ def _result_problem(answer: dict[str, Any] | None) -> str | None:
 @probe(INITIALIZE_NEWEST)
 async def initialize_newest(ctx: Context) -> None:
     facts = await ctx.facts()
-    if facts.modern and facts.version is None:
-        # 2026-07-28 basic/versioning, Legacy client / Modern server: "the server rejects
-        # `initialize` with a JSON-RPC error"; silence is as good an answer to it.
-        ctx.not_applicable(INITIALIZE_NEWEST, _NO_HANDSHAKE)
-        return
     newest = HANDSHAKE_REVISIONS[0]
     async with ctx.connect() as wire:
         answer = await ctx.initialize(wire, newest)
         problem = _result_problem(answer)
-        if problem is None:
+        if facts.modern and (answer is None or "error" in answer):
+            # 2026-07-28 basic/versioning, Legacy client / Modern server: "the server
+            # rejects `initialize` with a JSON-RPC error"; silence is as good an answer
+            # to it. A result, though, must be a whole one.
+            ctx.not_applicable(INITIALIZE_NEWEST, _NO_HANDSHAKE)
+        elif problem is None:
             assert answer is not None
             chosen = answer["result"]["protocolVersion"]
             detail = f"offered {newest}, answered {chosen}"
