@@ -264,7 +264,11 @@ def _wheel_files(check: Check, wheel: Path, version: str) -> None:
         f"the wheel's package files differ from the checkout's: missing "
         f"{sorted(expected - package)[:10]}, extra {sorted(package - expected)[:10]}",
     )
-    for needed in (f"{PACKAGE}/py.typed", f"{PACKAGE}/demo/__main__.py", f"{PACKAGE}/cli/__main__.py"):
+    for needed in (
+        f"{PACKAGE}/py.typed",
+        f"{PACKAGE}/demo/__main__.py",
+        f"{PACKAGE}/cli/__main__.py",
+    ):
         check.expect(needed in package, f"the wheel lacks {needed}")
     licenses = [path.name for path in ROOT.glob("LICEN[CS]E*")]
     for name in licenses:

@@ -59,6 +59,22 @@ from .catalogue import (
     TOOLS,
 )
 
+__all__ = [
+    "COMPLETIONS",
+    "LOG_LEVELS",
+    "PROMPTS",
+    "README_TEXT",
+    "README_URI",
+    "RESOURCES",
+    "RESOURCE_NOT_FOUND",
+    "RESOURCE_TEMPLATES",
+    "SUPPORTED",
+    "TOOLS",
+    "Session",
+    "answer_line",
+    "handle",
+]
+
 
 class Session:
     """What a request can do besides answering: notify, pause watching for a cancel, and
