@@ -11,7 +11,7 @@ from ..protocol.profiles import KNOWN_REVISIONS
 from .context import HANDSHAKE_REVISIONS, Context
 from .fence import dead, fenced
 from .rules import Line, Verdict, probe, rule
-from .wire import Wire, same_id
+from .wire import Wire, same_id, shown
 
 INITIALIZE_NEWEST = rule(
     "lifecycle.initialize-newest",
@@ -40,8 +40,8 @@ def _error_shown(answer: dict[str, Any]) -> str:
     if not isinstance(error, dict):
         return "an error"
     message = error.get("message")
-    shown = f" ({message})" if isinstance(message, str) else ""
-    return f"error {error.get('code')}{shown}"
+    said = f" ({message})" if isinstance(message, str) else ""
+    return f"error {shown(error.get('code'))}{said}"
 
 
 def _result_problem(answer: dict[str, Any] | None) -> str | None:

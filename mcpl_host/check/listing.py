@@ -10,6 +10,7 @@ read (no answer, an error, a page that is not a list) is a :class:`Listing` with
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -104,6 +105,10 @@ def peer_line(ctx: Any, line: Received) -> Line:
     return Line("←", ctx.redactor.log_value(text, EVIDENCE_CHARS))
 
 
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
 async def read_list(
     wire: Wire, kind: ListKind, timeout: float, *, first_params: dict[str, Any] | None = None
 ) -> Listing:
@@ -111,8 +116,10 @@ async def read_list(
     ``first_params`` are the first page's params (a progress token, say)."""
     listing = Listing(kind)
     mark = wire.mark()
-    seen_cursors: set[str] = set()
-    seen: set[str] = set()
+    # Digests, not the values: a cursor or a name may be megabytes long, and two long
+    # names that share a prefix are not the same name.
+    seen_cursors: set[bytes] = set()
+    seen: set[bytes] = set()
     cursor: str | None = None
     kept_bytes = 0
     while True:
@@ -131,11 +138,11 @@ async def read_list(
         for item in result[kind.key]:
             ident = item.get(kind.ident) if isinstance(item, dict) else None
             if isinstance(ident, str):
-                ident = ident[:_IDENT_CHARS]
-                if ident in seen and len(listing.duplicates) < 10:
-                    listing.duplicates.append(ident)
+                digest = _digest(ident)
+                if digest in seen and len(listing.duplicates) < 10:
+                    listing.duplicates.append(ident[:_IDENT_CHARS])
                 if len(seen) < MAX_ITEMS * 10:
-                    seen.add(ident)
+                    seen.add(digest)
             if len(listing.items) < MAX_ITEMS and kept_bytes <= MAX_KEPT_BYTES:
                 listing.items.append(item)
         cursor = result.get("nextCursor")
@@ -144,7 +151,7 @@ async def read_list(
         if not isinstance(cursor, str):
             listing.problem = f"page {listing.pages}'s nextCursor is not a string"
             break
-        if cursor in seen_cursors:
+        if _digest(cursor) in seen_cursors:
             listing.problem = f"page {listing.pages} repeats an earlier cursor: it would loop"
             break
         if listing.pages >= MAX_PAGES:
@@ -154,7 +161,7 @@ async def read_list(
             )
             listing.bounded = True
             break
-        seen_cursors.add(cursor)
+        seen_cursors.add(_digest(cursor))
     listing.evidence = _cut(wire.since(mark))
     return listing
 

@@ -414,3 +414,21 @@ async def test_a_call_with_many_progress_notifications_is_answered() -> None:
     )
     found = _finding(report, "content.structured-content")
     assert found.verdict.value == "pass", found.detail
+
+
+async def test_long_names_that_share_a_prefix_are_not_duplicates() -> None:
+    # Two tools whose names differ only past their 200th character are two tools.
+    def long_names(request: Any, answer: Any) -> Any:
+        if (
+            isinstance(request, dict)
+            and request.get("method") == "tools/list"
+            and "result" in answer
+        ):
+            schema = {"type": "object"}
+            answer["result"]["tools"] = [
+                {"name": "t" * 300 + end, "inputSchema": schema} for end in "ab"
+            ]
+        return answer
+
+    report = await run(rewrite(long_names), "utilities.pagination")
+    assert verdict(report, "utilities.pagination") == "pass"
