@@ -31,8 +31,12 @@ import msgspec
 import trio
 
 from .. import __version__
+from ..protocol.batch import BatchPlan, plan_batch
 from ..protocol.discover import request_meta
+from ..protocol.envelope import Batch, Classified, InvalidRequest, Request, decode_line
+from ..protocol.errors import INVALID_REQUEST, METHOD_NOT_FOUND
 from ..protocol.framing import LineDecoder, OversizedLine
+from ..protocol.messages import ResultAnswer, error_answer
 from ..protocol.profiles import PROFILES
 from ..protocol.redact import Redactor
 from .rules import Line
@@ -259,7 +263,7 @@ class Wire:
             except msgspec.DecodeError:
                 value = NOT_JSON
             self._answered(value)
-            await self._serve(value)
+            await self._serve(raw)
             return Received(raw, value)
         return None
 
@@ -275,23 +279,27 @@ class Wire:
         for id_ in ids:
             self.outstanding = [i for i in self.outstanding if not same_id(i, id_)]
 
-    async def _serve(self, value: Any) -> None:
-        """Answer the server's own requests (``ping``: an empty result; anything else:
-        -32601, the checker offering no client feature); notifications need nothing. A
-        batch's requests are answered in one array where the revision takes batches;
-        on 2026-07-28, where servers send no requests and clients no responses, one is
-        only noted."""
-        batch = isinstance(value, list)
-        profile = PROFILES.get(self.version or "")
-        if batch and (profile is None or not profile.accepts_batches):
-            return
-        answers = [a for a in map(_answer_to, value if batch else [value]) if a is not None]
+    async def _serve(self, raw: bytes) -> None:
+        """Answer the server's own requests by the host's rules (protocol/envelope.py and
+        batch.py, DESIGN 3.2 and 3.4): ``ping`` with an empty result, any other request
+        with -32601 (the checker offers no client feature), an invalid one with -32600;
+        a batch's in one array where the revision takes batches. A batch the revision
+        does not take is not refused: the refusal would land in the evidence of the probe
+        that drew it. On 2026-07-28, where servers send no requests and clients no
+        responses, a request is only noted."""
+        classified = decode_line(raw)
+        if isinstance(classified, Batch):
+            plan = plan_batch(classified, PROFILES.get(self.version or ""))
+            entries = plan.entries if isinstance(plan, BatchPlan) else ()
+        else:
+            entries = (classified,)
+        answers = [a for a in map(_answer_to, entries) if a is not None]
         if not answers:
             return
         if self.version == MODERN:
             self.note("·", "a request from the server, which 2026-07-28 has none of: not answered")
             return
-        await self.send(answers if batch else answers[0])
+        await self.send(answers if isinstance(classified, Batch) else answers[0])
 
     async def read_until(self, timeout: float, until: Callable[[Received], bool]) -> bool:
         """Read lines within ``timeout`` until ``until(line)`` is true (True) or the time,
@@ -404,16 +412,15 @@ class Wire:
         await self.send(message)
 
 
-def _answer_to(message: Any) -> dict[str, Any] | None:
-    """The checker's answer to one request of the server's (None: not a request)."""
-    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
-        return None
-    id_ = message.get("id")
-    if not (isinstance(id_, str) or (isinstance(id_, int) and not isinstance(id_, bool))):
-        return None
-    if message["method"] == "ping":
-        return {"jsonrpc": "2.0", "id": id_, "result": {}}
-    return {"jsonrpc": "2.0", "id": id_, "error": {"code": -32601, "message": "Method not found"}}
+def _answer_to(message: Classified) -> Any:
+    """The checker's answer to one message of the server's (None: it needs none)."""
+    if isinstance(message, Request):
+        if message.method == "ping":
+            return ResultAnswer(id=message.id, result={})
+        return error_answer(message.id, METHOD_NOT_FOUND, "Method not found")
+    if isinstance(message, InvalidRequest):
+        return error_answer(message.answer_id, INVALID_REQUEST, message.message)
+    return None
 
 
 def request_ids(value: Any) -> list[Any]:

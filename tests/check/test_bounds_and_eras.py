@@ -195,3 +195,22 @@ async def test_the_refusals_remembered_over_http_are_bounded_in_bytes() -> None:
             await wire.aclose()
             nursery.cancel_scope.cancel()
     assert held <= KEPT_BYTES, f"{held >> 20} MiB of refusals held after they were read"
+
+
+# --- the server's requests are answered by the host's own envelope rule -----------------
+async def test_a_server_request_with_a_null_or_broken_id_is_answered_as_the_host_would() -> None:
+    # DESIGN 3.2: "id": null is answered with "id": null; an id that is not a string, an
+    # integer or null makes an invalid request, answered -32600 with id null.
+    wire = _Scripted(
+        [
+            b'{"jsonrpc":"2.0","id":null,"method":"ping"}',
+            b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}',
+        ]
+    )
+    wire.version = "2025-11-25"
+    with trio.fail_after(5):
+        assert await wire.receive(1.0) is not None
+        assert await wire.receive(1.0) is not None
+    written = [msgspec.json.decode(data) for data in wire.written]
+    assert written[0] == {"jsonrpc": "2.0", "id": None, "result": {}}
+    assert (written[1]["id"], written[1]["error"]["code"]) == (None, -32600)
