@@ -50,6 +50,9 @@ __all__ = ["Exchange", "HttpWire", "Posted"]
 ACCEPT: Final = "application/json, text/event-stream"
 # Lines waiting to be read; a POST's reader waits when the probe reads no more.
 _QUEUE: Final = 256
+# POSTs in flight at once past which the server's own requests go unanswered: a server
+# streaming requests would otherwise have the checker open one POST for each.
+MAX_POSTS: Final = 32
 # Refusal bodies remembered (is_refusal), against a server that refuses every POST.
 _REFUSALS: Final = 64
 
@@ -137,6 +140,9 @@ class HttpWire(Wire):
         if self.version == MODERN and line is not None:
             headers.update(_modern_headers(line))
         return headers
+
+    def busy(self) -> bool:
+        return self._open_posts >= MAX_POSTS
 
     async def _write(self, data: bytes) -> None:
         line = data.rstrip(b"\n")

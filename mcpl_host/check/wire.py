@@ -299,7 +299,16 @@ class Wire:
         if self.version == MODERN:
             self.note("·", "a request from the server, which 2026-07-28 has none of: not answered")
             return
+        if self.busy():
+            self.note("·", "a request from the server not answered: too many answers in flight")
+            return
         await self.send(answers if isinstance(classified, Batch) else answers[0])
+
+    def busy(self) -> bool:
+        """Whether writing one more line would hold more than the wire allows in flight:
+        never on a byte stream (a write waits for the server to read); over HTTP, where
+        each line is a POST of its own, past :data:`~.httpwire.MAX_POSTS` at once."""
+        return False
 
     async def read_until(self, timeout: float, until: Callable[[Received], bool]) -> bool:
         """Read lines within ``timeout`` until ``until(line)`` is true (True) or the time,

@@ -131,3 +131,28 @@ async def test_the_lines_waiting_to_be_read_over_http_are_bounded_in_bytes(
         server.server_close()
     assert 0 < held <= bound + 16 * 1024
     assert len(lines) == 100  # held back, not lost
+
+
+async def test_a_server_streaming_requests_over_http_gets_a_bounded_number_of_posts() -> None:
+    # Each answer to the server's own request is a POST of its own over HTTP; a server
+    # whose POSTs never end and that keeps asking must not make the checker open more.
+    async def never_answers(request: httpx.Request) -> httpx.Response:
+        del request
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    with trio.fail_after(10):
+        async with (
+            trio.open_nursery() as nursery,
+            httpx.AsyncClient(transport=httpx.MockTransport(never_answers)) as client,
+        ):
+            wire = HttpWire(HttpTarget("http://127.0.0.1:9/mcp"), client, nursery, Redactor())
+            wire.version = "2025-11-25"
+            for n in range(httpwire_module.MAX_POSTS + 8):
+                await wire._serve(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % n)
+            await trio.sleep(0.1)
+            in_flight = wire._open_posts
+            notes = [line.text for line in wire.since() if line.direction == "·"]
+            nursery.cancel_scope.cancel()
+    assert in_flight == httpwire_module.MAX_POSTS
+    assert notes.count("a request from the server not answered: too many answers in flight") == 8
