@@ -34,14 +34,22 @@ T = TypeVar("T")
 
 
 class Call:
-    """A call submitted to the portal; :meth:`cancel` may be called from any thread."""
+    """A call for the portal: made first, then :meth:`Portal.start`-ed; :meth:`cancel`
+    may be called from any thread at any moment after it is made.
 
-    __slots__ = ("_cancelled", "_portal", "_scope")
+    Made before it is started so that a face whose thread can be interrupted anywhere
+    (a Ctrl-C lands between any two bytecodes) always holds something to cancel: an
+    interrupt just after trio queued the call must still cancel it there.
+    """
 
-    def __init__(self, portal: Portal) -> None:
+    __slots__ = ("_cancelled", "_on_done", "_portal", "_scope", "_started")
+
+    def __init__(self, portal: Portal, on_done: Callable[[outcome.Outcome[Any]], None]) -> None:
         self._portal = portal
+        self._on_done = on_done
         self._scope: trio.CancelScope | None = None
         self._cancelled = False
+        self._started = False  # in trio's hands: it calls on_done
 
     def cancel(self) -> None:
         self._portal.run_soon(self._cancel_now)
@@ -50,6 +58,11 @@ class Call:
         self._cancelled = True
         if self._scope is not None:
             self._scope.cancel()
+        elif not self._started:
+            # Never queued (trio takes its jobs in order, so a start queued before this
+            # cancel has run already): it never runs, and ends here.
+            self._started = True
+            self._on_done(outcome.Error(_run_ended()))
 
 
 class Portal:
@@ -100,10 +113,15 @@ class Portal:
         """Run ``fn()`` in a task of its own; ``on_done(outcome)`` gets how it ended (a
         ``trio.Cancelled`` error when it was cancelled; :class:`ConnectionClosed` when
         the run has ended or is ending: from this thread then). From any thread."""
-        call = Call(self)
-        if not self.run_soon(self._start, fn, on_done, call):
-            on_done(outcome.Error(_run_ended()))
+        call = Call(self, on_done)
+        self.start(fn, call)
         return call
+
+    def start(self, fn: Callable[[], Awaitable[Any]], call: Call) -> None:
+        """:meth:`submit` with the call made beforehand (see :class:`Call`)."""
+        if not self.run_soon(self._start, fn, call):
+            call._started = True
+            call._on_done(outcome.Error(_run_ended()))
 
     def submit_here(
         self,
@@ -113,27 +131,23 @@ class Portal:
         """:meth:`submit` from the run's own thread, outside trio's tasks (a host loop's
         callback when trio is its guest): the task is started now, with no hop through
         trio's entry queue."""
-        call = Call(self)
-        self._start(fn, on_done, call)
+        call = Call(self, on_done)
+        self._start(fn, call)
         return call
 
-    def _start(
-        self,
-        fn: Callable[[], Awaitable[T]],
-        on_done: Callable[[outcome.Outcome[T]], None],
-        call: Call,
-    ) -> None:
+    def _start(self, fn: Callable[[], Awaitable[Any]], call: Call) -> None:
         assert self._nursery is not None
         assert self._stop is not None
-        if self._stop.is_set():  # the run is ending: the task would only be cancelled
-            on_done(outcome.Error(_run_ended()))
+        if call._started:  # cancelled before it was queued
             return
-        self._nursery.start_soon(self._run, fn, on_done, call)
+        call._started = True
+        if self._stop.is_set():  # the run is ending: the task would only be cancelled
+            call._on_done(outcome.Error(_run_ended()))
+            return
+        self._nursery.start_soon(self._run, fn, call)
 
     @staticmethod
-    async def _run(
-        fn: Callable[[], Awaitable[T]], on_done: Callable[[outcome.Outcome[T]], None], call: Call
-    ) -> None:
+    async def _run(fn: Callable[[], Awaitable[Any]], call: Call) -> None:
         with trio.CancelScope() as scope:
             call._scope = scope
             if call._cancelled:
@@ -147,7 +161,7 @@ class Portal:
             # Not the caller's cancellation but the run's end: a face's caller must see
             # a typed error, not trio's Cancelled.
             result = outcome.Error(_run_ended())
-        on_done(result)
+        call._on_done(result)
 
     async def start_service(self, service: Any) -> None:
         """Start a Connection or ConnectionManager (``service.run``) in the portal's

@@ -48,7 +48,7 @@ from typing import Any, TypeVar
 import outcome
 import trio
 
-from ._portal import Face, Portal, adapt_hooks, adapt_target, with_context
+from ._portal import Call, Face, Portal, adapt_hooks, adapt_target, with_context
 from .client import connection as _connection
 from .manager import _manager
 from .mcpl.host import McplContext
@@ -136,8 +136,9 @@ def _call(run: _TrioThread, fn: Callable[[], Awaitable[T]]) -> T:
     cancels it there. Raises ``RuntimeError`` in trio's own thread."""
     _refuse_in_trio_thread(run, "a blocking call")
     result = _Result()
-    call = run.portal.submit(fn, result.set)
+    call = Call(run.portal, result.set)  # before the try: an interrupt may come anywhere in it
     try:
+        run.portal.start(fn, call)
         result.wait()
     except BaseException:
         if result.outcome is None:

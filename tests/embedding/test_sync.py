@@ -7,8 +7,10 @@ import json
 import os
 import signal
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +23,7 @@ from mcpl_host import (
     HookContext,
     StdioTarget,
     TextContent,
+    _portal,
     sync,
 )
 
@@ -75,6 +78,44 @@ def test_ctrl_c_during_a_call_cancels_it_and_shuts_the_server_down(
     assert cancelled["params"]["requestId"] == sent["id"]
     assert gone(pid)
     assert [t for t in leftover_threads(before) if t.is_alive()] == []
+
+
+@pytest.mark.parametrize("queued", [True, False], ids=["just-after-queued", "before-queued"])
+def test_ctrl_c_as_the_call_is_handed_to_trio_still_cancels_it(
+    recorder: tuple[StdioTarget, Path], monkeypatch: pytest.MonkeyPatch, queued: bool
+) -> None:
+    """A Ctrl-C lands between any two bytecodes: here, just after (or just before) trio
+    queued the call. Once queued, the server must still hear of its cancellation; never
+    queued, nothing reaches it, and the block is left at once (no wait for a call that
+    will not run)."""
+    target, record = recorder
+    real_run_soon = _portal.Portal.run_soon
+    armed = False
+
+    def run_soon(self: _portal.Portal, fn: Any, *args: Any) -> bool:
+        nonlocal armed
+        if not (armed and getattr(fn, "__func__", None) is _portal.Portal._start):
+            return real_run_soon(self, fn, *args)
+        armed = False
+        if not queued:
+            raise KeyboardInterrupt
+        real_run_soon(self, fn, *args)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_portal.Portal, "run_soon", run_soon)
+    with pytest.raises(KeyboardInterrupt), sync.Connection(target) as conn:  # noqa: PT012
+        pid = conn.transport.pid
+        armed = True
+        started = time.monotonic()
+        conn.request("tools/call", {"name": "wait"})
+    assert time.monotonic() - started < 3.0
+    assert gone(pid)
+    if queued:
+        sent = json.loads(wait_for_line(record, '"tools/call"'))
+        cancelled = json.loads(wait_for_line(record, "notifications/cancelled"))
+        assert cancelled["params"]["requestId"] == sent["id"]
+    else:
+        assert '"tools/call"' not in record.read_text()
 
 
 def test_an_exception_in_the_block_still_shuts_the_server_down() -> None:
