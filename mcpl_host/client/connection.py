@@ -47,6 +47,7 @@ from ..protocol.profiles import (
 )
 from ..protocol.results import INPUT_REQUIRED_METHODS, input_required
 from ..protocol.subscriptions import LISTEN, Subscriptions
+from ..telemetry import Telemetry
 from ..transports.targets import Target
 from .cache import ListCache
 from .hooks import ElicitationHook, HookContext, InputHooks, SamplingHook, as_roots
@@ -132,6 +133,7 @@ class Connection(Driver, TaskCalls):
         reconnect: Reconnect | None = None,
         on_wire: Callable[[str, bytes], None] | None = None,
         mcpl: Mcpl | None = None,
+        telemetry: Telemetry | bool | None = None,
         max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
         max_list_items: int = DEFAULT_MAX_LIST_ITEMS,
         max_list_bytes: int = DEFAULT_MAX_LIST_BYTES,
@@ -166,6 +168,9 @@ class Connection(Driver, TaskCalls):
         either it raises :class:`~mcpl_host.LimitExceeded` (docs/client.md).
         ``mcpl``: speak MCPL with a server that advertises it (docs/mcpl.md): the grant
         patterns and the hooks for the server's MCPL methods.
+        ``telemetry``: spans, metrics and trace context for OpenTelemetry
+        (docs/observability.md): on by default when ``opentelemetry-api`` is installed,
+        off with False, configured with a :class:`~mcpl_host.telemetry.Telemetry`.
         ``on_wire(direction, line)``: called with every line read (``"in"``) and written
         (``"out"``), raw; a wire trace must escape, cut and redact it before showing it
         (``conn.redactor.log_value``).
@@ -215,6 +220,7 @@ class Connection(Driver, TaskCalls):
             reconnect=reconnect,
             on_wire=on_wire,
             mcpl=mcpl,
+            telemetry=telemetry,
         )
         self._tasks = TaskBoard(server=self.name, redactor=self.redactor)
         self._notifications = NotificationRouter(

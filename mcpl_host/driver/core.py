@@ -25,7 +25,7 @@ import enum
 import itertools
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, Self, TypeAlias, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, Self, TypeAlias, TypeVar, overload
 
 import trio
 from msgspec import UNSET, Raw
@@ -58,6 +58,7 @@ from ..protocol.handshake import Established, Failed, InitializeResult
 from ..protocol.messages import OutNotification, encode
 from ..protocol.profiles import Profile, handshake_era, validate_allowlist
 from ..protocol.redact import Redactor
+from ..telemetry import Telemetry, instruments_for
 from ..transports import Transport, open_transport
 from ..transports.targets import Target, describe, parse_target, redactor_for
 from .epoch import DEFAULT_WRITE_TIMEOUT, Epoch
@@ -70,6 +71,9 @@ from .pending import Pending, ProgressCallback
 from .reading import Reading
 from .reconnect import Reconnect
 from .responder import Handler, ping
+
+if TYPE_CHECKING:
+    from ..telemetry._otel import Instruments
 
 __all__ = ["Driver", "ProgressCallback", "TransportFactory"]
 
@@ -156,6 +160,7 @@ class Driver(OwnsNursery):
         reconnect: Reconnect | None = None,
         on_wire: Callable[[str, bytes], None] | None = None,
         mcpl: Mcpl | None = None,
+        telemetry: Telemetry | bool | None = None,
     ) -> None:
         """Raises :class:`~mcpl_host.ConfigurationError` for a bad target or allowlist.
 
@@ -206,6 +211,9 @@ class Driver(OwnsNursery):
         self._reconnect = reconnect
         self._state = _State.NEW
         self._outbound = Outbound(
+            telemetry=instruments_for(
+                telemetry, server=self.name, target=self.target, redactor=self.redactor
+            ),
             server=self.name,
             next_id=lambda: next(self._ids),
             redactor=self.redactor,
@@ -265,6 +273,11 @@ class Driver(OwnsNursery):
         self.initialize_result: InitializeResult | None = None
         self.timings_ms: dict[str, float] = {}
         self._log = self._log_budget.wrap(_log).bind(server=self.name)
+
+    @property
+    def telemetry(self) -> Instruments | None:
+        """The connection's OpenTelemetry instruments (None: telemetry is off)."""
+        return self._outbound.telemetry
 
     # -- what the server said about itself ----------------------------------------------
 
@@ -471,6 +484,8 @@ class Driver(OwnsNursery):
     def _connected(self, epoch: Epoch, step: Established, started: float, opened: float) -> None:
         epoch.connected_at = now = trio.current_time()
         self.initialize_result = step.result
+        if self.telemetry is not None:
+            self.telemetry.protocol_version = step.profile.revision
         # Every request from now on names the revision in force (or none: handshake era).
         self._outbound.meta = (
             request_meta(

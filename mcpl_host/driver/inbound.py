@@ -483,6 +483,8 @@ class Inbound:
             timeout, hard = pending.progress_reset
             pending.deadline = min(trio.current_time() + timeout, hard)
             self._timeouts.watch(pending)
+        if pending.trace is not None:
+            pending.trace.progress(progress.progress, progress.total, progress.message)
         self._report_progress(pending.on_progress, progress, pending.method)
 
     def _report_progress(self, callback: ProgressCallback, progress: Progress, what: str) -> None:

@@ -14,7 +14,7 @@ import contextlib
 import math
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import trio
@@ -30,12 +30,16 @@ from ..protocol.errors import (
 )
 from ..protocol.messages import OutNotification, OutRequest, encode
 from ..protocol.redact import Redactor
+from ..protocol.trace import with_trace
 from .epoch import Epoch, Flush
 from .foreign import in_trio_task
 from .pending import Pending, ProgressCallback, result_decoder, with_progress_token
 from .rebind import ToolHints, safe_to_repeat
 from .timeouts import TimeoutWatch
 from .tool_headers import ToolHeaderTable
+
+if TYPE_CHECKING:
+    from ..telemetry._otel import Instruments
 
 __all__ = ["Outbound"]
 
@@ -60,6 +64,7 @@ class Outbound:
         next_id: Callable[[], int],
         redactor: Redactor,
         spawn: Callable[..., None],
+        telemetry: Instruments | None = None,
     ) -> None:
         self.server = server
         self._next_id = next_id
@@ -76,6 +81,8 @@ class Outbound:
         # The ``_meta`` every request carries on the stateless revision; None before
         # and in the handshake era.
         self.meta: dict[str, Any] | None = None
+        # Spans and metrics (mcpl_host.telemetry); None: off, and nothing costs.
+        self.telemetry = telemetry
         self._notices = 0  # notifications/cancelled still being written
         self._notices_done = trio.Event()
 
@@ -111,6 +118,8 @@ class Outbound:
             on_settle=on_settle,
             pinned=pinned,
         )
+        if pending.trace is None:  # no span to end: no layer between
+            return await self._finish(pending, result_type=result_type, timeout=timeout)
         return await self.finish(pending, result_type=result_type, timeout=timeout)
 
     def start(
@@ -137,13 +146,21 @@ class Outbound:
         seq = self._next_id()
         if on_progress is not None:
             params = with_progress_token(params, seq)  # the first id, kept across rebinding
+        trace = None
+        if self.telemetry is not None:
+            trace = self.telemetry.request(method, params)
+            params = with_trace(params, trace.carrier)
         pending = Pending(seq, method, params, trio.current_time() + timeout, rebind)
         pending.on_settle = on_settle
         pending.pinned = pinned
+        pending.trace = trace
         try:
             line = self._encode(seq, method, params)
         except msgspec.EncodeError as exc:
-            raise TypeError(f"params for {method!r} cannot be encoded as JSON: {exc}") from None
+            error = TypeError(f"params for {method!r} cannot be encoded as JSON: {exc}")
+            if trace is not None:
+                trace.end(error)
+            raise error from None
         if on_progress is not None:
             pending.on_progress = on_progress
             self.progress[seq] = pending
@@ -164,6 +181,18 @@ class Outbound:
     async def finish(self, pending: Pending, *, result_type: Any, timeout: float) -> Any:
         """The second half of :meth:`call`: wait for the answer to a request
         :meth:`start` queued, and decode it."""
+        trace = pending.trace
+        if trace is None:
+            return await self._finish(pending, result_type=result_type, timeout=timeout)
+        try:
+            value = await self._finish(pending, result_type=result_type, timeout=timeout)
+        except BaseException as exc:
+            trace.end(exc)
+            raise
+        trace.end(result=value)
+        return value
+
+    async def _finish(self, pending: Pending, *, result_type: Any, timeout: float) -> Any:
         try:
             while True:
                 epoch = pending.epoch
@@ -227,6 +256,8 @@ class Outbound:
         if request_id is None:
             request_id = self._next_id()
             line = self._encode(request_id, pending.method, pending.params)
+        if pending.trace is not None:
+            pending.trace.sent(request_id)
         pending.id = request_id
         pending.epoch = epoch
         pending.written = False
@@ -292,6 +323,8 @@ class Outbound:
             if repeat and epoch.open:
                 pending.reissued += 1
                 self.remember_abandoned(request_id, "an id whose response stream broke")
+                if pending.trace is not None:
+                    pending.trace.moved(request_id, reissued=True)
                 self.send(pending, epoch)
                 epoch.log.debug("request reissued", request_id=request_id, new_id=pending.id)
             else:
@@ -398,6 +431,8 @@ class Outbound:
             )
             if reconnecting and repeat:
                 self.remember_abandoned(request_id, "an id from an earlier transport")
+                if pending.trace is not None:
+                    pending.trace.moved(request_id, reissued=False)
                 pending.id = None
                 pending.written = False
                 self._unsent.append(pending)

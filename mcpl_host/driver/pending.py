@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import msgspec
 import trio
@@ -12,6 +12,9 @@ from msgspec import UNSET, Raw
 
 from ..protocol.errors import McplHostError
 from .foreign import host, in_trio_task
+
+if TYPE_CHECKING:
+    from ..telemetry._otel import RequestTrace
 
 __all__ = ["PROGRESS", "Pending", "ProgressCallback", "result_decoder", "with_progress_token"]
 
@@ -48,6 +51,7 @@ class Pending:
         "seq",
         "settled",
         "timed_out",
+        "trace",
         "waiter",
         "written",
     )
@@ -90,6 +94,8 @@ class Pending:
         # Called at once when the answer is read (or the timeout passes), before the
         # caller's task runs again: what the answer changes must hold for the next line.
         self.on_settle: Callable[[Pending], None] | None = None
+        # Its span, when the connection reports to OpenTelemetry (mcpl_host.telemetry).
+        self.trace: RequestTrace | None = None
 
     async def wait(self) -> None:
         """Until settled or expired (a checkpoint either way; cancellable). Awaited by a

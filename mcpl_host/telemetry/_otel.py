@@ -1,0 +1,470 @@
+"""The OpenTelemetry side of :mod:`mcpl_host.telemetry`: the only module that imports it.
+
+Names and attributes follow the OpenTelemetry semantic conventions for MCP (Development
+status): a CLIENT span ``{mcp.method.name} {target}`` per request the host sends, a
+SERVER span per request it serves, ``mcp.client.operation.duration`` and
+``mcp.server.operation.duration``. What the conventions do not cover (connection spans,
+in-flight requests, reconnects, refusals, bytes) is named under ``mcpl_host.``.
+
+Cost: a request the global no-op tracer takes costs a span object, a small attribute
+dict and two no-op metric calls; attributes only a recording span keeps are set only
+when it records.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Final
+
+import msgspec
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, propagate, trace
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+
+from ..protocol.errors import McplHostError, RequestError, RequestTimeout
+from ..protocol.redact import Redactor
+from ..protocol.trace import trace_carrier
+
+__all__ = ["ConnectionSpan", "Instruments", "RequestTrace", "ServeTrace"]
+
+_SCOPE: Final = "mcpl_host"
+# The conventions' advice for MCP operation durations, in seconds.
+_DURATION_BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
+# Peer and caller text in attributes: names, URIs, messages, cut to these many chars.
+_NAME_LIMIT: Final = 128
+_TEXT_LIMIT: Final = 512
+
+# The methods whose params name a target (the span name's second part, low cardinality).
+_NAMED: Final = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}
+_URI_METHODS: Final = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
+
+
+class _IsError(msgspec.Struct):
+    isError: Any = None
+
+
+_IS_ERROR: Final = msgspec.json.Decoder(_IsError)
+
+
+class _Meters:
+    """The metric instruments of one meter provider (made once: instruments are looked
+    up by name, and a connection must not make its own)."""
+
+    def __init__(self, provider: Any) -> None:
+        meter = metrics.get_meter(_SCOPE, meter_provider=provider)
+        buckets = list(_DURATION_BUCKETS)
+        self.client_duration = meter.create_histogram(
+            "mcp.client.operation.duration",
+            unit="s",
+            description="MCP request duration as observed by the host, sent to answered",
+            explicit_bucket_boundaries_advisory=buckets,
+        )
+        self.server_duration = meter.create_histogram(
+            "mcp.server.operation.duration",
+            unit="s",
+            description="Duration of a server's request the host served, received to answered",
+            explicit_bucket_boundaries_advisory=buckets,
+        )
+        self.session_duration = meter.create_histogram(
+            "mcp.client.session.duration",
+            unit="s",
+            description="How long one transport to the server lasted, connected to lost or closed",
+            explicit_bucket_boundaries_advisory=buckets,
+        )
+        self.client_active = meter.create_up_down_counter(
+            "mcpl_host.client.requests.active",
+            unit="{request}",
+            description="Requests the host sent that are waiting for their answer",
+        )
+        self.server_active = meter.create_up_down_counter(
+            "mcpl_host.server.requests.active",
+            unit="{request}",
+            description="Requests of the server's the host is serving",
+        )
+        self.reconnects = meter.create_counter(
+            "mcpl_host.reconnects",
+            unit="{attempt}",
+            description="Attempts to replace a lost transport, by outcome",
+        )
+        self.refusals = meter.create_counter(
+            "mcpl_host.refusals",
+            unit="{message}",
+            description="Messages of the server's the host refused or dropped, by reason",
+        )
+        self.io = meter.create_counter(
+            "mcpl_host.transport.io",
+            unit="By",
+            description="Bytes of MCP messages written to and read from the server",
+        )
+
+
+@functools.cache
+def _global_meters() -> _Meters:
+    # The global provider's proxy instruments follow a later set_meter_provider.
+    return _Meters(None)
+
+
+def _meters(provider: Any) -> _Meters:
+    return _global_meters() if provider is None else _Meters(provider)
+
+
+class Instruments:
+    """One connection's tracer, meters and attributes (made by
+    :func:`mcpl_host.telemetry.instruments_for`)."""
+
+    def __init__(
+        self,
+        config: Any,
+        *,
+        server: str,
+        attributes: Mapping[str, str | int],
+        redactor: Redactor,
+    ) -> None:
+        self.tracer = trace.get_tracer(_SCOPE, tracer_provider=config.tracer_provider)
+        self.meters = _meters(config.meter_provider)
+        self.redactor = redactor
+        self.record_content: bool = config.record_content
+        self.content_limit: int = config.content_limit
+        # On every span and metric of the connection: how the server is reached, and the
+        # connection's own name (the embedder's, or one made from the target, redacted).
+        self.attributes: dict[str, str | int] = {
+            **attributes,
+            "mcpl_host.server.name": redactor.log_value(server, _NAME_LIMIT),
+        }
+        self.protocol_version: str | None = None
+        self.connection: ConnectionSpan | None = None  # the current transport's span
+
+    # -- requests the host sends ----------------------------------------------------------
+
+    def request(self, method: str, params: Any) -> RequestTrace:
+        """Start the CLIENT span of a request the caller is about to send (a child of the
+        caller's current span)."""
+        return RequestTrace(self, method, params)
+
+    # -- requests the host serves ---------------------------------------------------------
+
+    def serve(self, method: str, request_id: Any, params: Any) -> ServeTrace:
+        """Start the SERVER span of a server's request: the context the server put in
+        ``_meta`` is its parent, the task's own (if any) a link."""
+        return ServeTrace(self, method, request_id, params)
+
+    # -- the connection -------------------------------------------------------------------
+
+    def connection_span(self, name: str, *, links: list[Link] | None = None) -> ConnectionSpan:
+        """An INTERNAL span of the connection's life: ``connect`` (one transport, from
+        opening it to the end of the handshake), ``reconnect`` (from a loss to the next
+        transport), with the steps in between as children (:meth:`step`)."""
+        span = self.tracer.start_span(
+            f"mcpl_host.{name}", kind=SpanKind.INTERNAL, attributes=self.attributes, links=links
+        )
+        return ConnectionSpan(self, span)
+
+    def grant_changed(self, granted: Any, denied: Any) -> None:
+        """MCPL's grant changed: an event on the current transport's span."""
+        connection = self.connection
+        if connection is None or not connection.span.is_recording():
+            return
+        connection.span.add_event(
+            "mcpl_host.mcpl.grant",
+            {
+                "mcpl_host.mcpl.granted": [
+                    self.redactor.log_value(str(g), _NAME_LIMIT) for g in granted
+                ][:64],
+                "mcpl_host.mcpl.denied": [
+                    self.redactor.log_value(str(d), _NAME_LIMIT) for d in denied
+                ][:64],
+            },
+        )
+
+    def reconnect_attempt(self, outcome: str) -> None:
+        self.meters.reconnects.add(1, {**self.attributes, "mcpl_host.outcome": outcome})
+
+    def refused(self, reason: str) -> None:
+        """The host refused or dropped a message of the server's (``reason``: one of the
+        driver's fixed outcome names, never peer text)."""
+        self.meters.refusals.add(1, {**self.attributes, "mcpl_host.reason": reason})
+
+    def io(self, direction: str, size: int) -> None:
+        """``size`` bytes written (``transmit``) or read (``receive``)."""
+        self.meters.io.add(size, {**self.attributes, "network.io.direction": direction})
+
+    def session_ended(self, seconds: float) -> None:
+        attributes = dict(self.attributes)
+        if self.protocol_version is not None:
+            attributes["mcp.protocol.version"] = self.protocol_version
+        self.meters.session_duration.record(seconds, attributes)
+
+    def text(self, value: str, limit: int = _TEXT_LIMIT) -> str:
+        return self.redactor.log_value(value, limit)
+
+    def content(self, value: Any) -> str:
+        """Arguments or a result, as redacted JSON text cut to the configured limit."""
+        try:
+            text = (
+                value.decode()
+                if isinstance(value, bytes | msgspec.Raw)
+                else msgspec.json.encode(value).decode()
+            )
+        except (TypeError, UnicodeDecodeError, msgspec.EncodeError):
+            text = repr(value)
+        return self.redactor.log_value(text, self.content_limit)
+
+
+def _target(method: str, params: Any) -> tuple[str | None, Any]:
+    if isinstance(params, dict):
+        if method in _NAMED:
+            return _NAMED[method], params.get("name")
+        if method in _URI_METHODS:
+            return "mcp.resource.uri", params.get("uri")
+    return None, None
+
+
+def _error_attributes(error: BaseException) -> tuple[dict[str, str], str | None]:
+    """``error.type`` (and the JSON-RPC code) for how a request ended, and the status
+    description (peer text, still to be made safe)."""
+    if isinstance(error, RequestError) and error.code is not None:
+        code = str(error.code)
+        return {"error.type": code, "rpc.response.status_code": code}, error.error_message
+    if isinstance(error, RequestTimeout):
+        return {"error.type": "timeout"}, None
+    if isinstance(error, McplHostError):
+        return {"error.type": type(error).__name__}, None
+    if isinstance(error, BaseException) and not isinstance(error, Exception):
+        return {"error.type": "cancelled"}, None  # trio.Cancelled, KeyboardInterrupt
+    return {"error.type": type(error).__qualname__}, None
+
+
+class RequestTrace:
+    """The CLIENT span of one request the host sends, from the caller's call to its end
+    (across rebinding and re-issues: one span, whatever ids it had on the wire)."""
+
+    __slots__ = ("_ends", "_inst", "_metric", "_moved", "_start", "carrier", "method", "span")
+
+    def __init__(self, inst: Instruments, method: str, params: Any) -> None:
+        self._inst = inst
+        self.method = method
+        attributes: dict[str, Any] = {"mcp.method.name": method, **inst.attributes}
+        name = method
+        key, value = _target(method, params)
+        if isinstance(value, str):
+            shown = inst.redactor.log_value(
+                value, _TEXT_LIMIT if key == "mcp.resource.uri" else _NAME_LIMIT
+            )
+            attributes[key] = shown  # type: ignore[index]
+            if key != "mcp.resource.uri":  # a URI would make the span name high-cardinality
+                name = f"{method} {shown}"
+        if method == "tools/call":
+            attributes["gen_ai.operation.name"] = "execute_tool"
+        if inst.protocol_version is not None:
+            attributes["mcp.protocol.version"] = inst.protocol_version
+        # The metric's attributes: the span's low-cardinality ones.
+        self._metric = {k: v for k, v in attributes.items() if k != "mcp.resource.uri"}
+        self.span: Span = inst.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
+        self._start = time.perf_counter()
+        self._ends = False
+        self._moved = False
+        inst.meters.client_active.add(1, {"mcp.method.name": method, **inst.attributes})
+        if (
+            inst.record_content
+            and method == "tools/call"
+            and isinstance(params, dict)
+            and self.span.is_recording()
+        ):
+            self.span.set_attribute(
+                "gen_ai.tool.call.arguments", inst.content(params.get("arguments"))
+            )
+        # The trace context the request carries in ``_meta``: empty when there is no
+        # valid span to continue (no SDK, nothing sampled upstream).
+        self.carrier: dict[str, str] = {}
+        if self.span.get_span_context().is_valid:
+            propagate.inject(self.carrier, context=trace.set_span_in_context(self.span))
+
+    def _content(self) -> bool:
+        """Whether arguments and results are recorded (the embedder opted in)."""
+        return (
+            self._inst.record_content and self.method == "tools/call" and self.span.is_recording()
+        )
+
+    def sent(self, request_id: int) -> None:
+        """On the wire as ``request_id`` (again, after :meth:`moved`)."""
+        span = self.span
+        if not span.is_recording():
+            return
+        span.set_attribute("jsonrpc.request.id", str(request_id))
+        connection = self._inst.connection
+        if self._moved and connection is not None:
+            # Rebound onto a new transport: linked to the span that opened it.
+            span.add_link(connection.span.get_span_context(), {"mcpl_host.link": "transport"})
+        self._moved = False
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        if not self.span.is_recording():
+            return
+        attributes: dict[str, Any] = {"mcpl_host.progress": progress}
+        if total is not None:
+            attributes["mcpl_host.progress.total"] = total
+        if message is not None:
+            attributes["mcpl_host.progress.message"] = self._inst.text(message)
+        self.span.add_event("mcpl_host.progress", attributes)
+
+    def moved(self, old_id: int, *, reissued: bool) -> None:
+        """Taken off the wire as ``old_id``, to be sent again with a new id: on the next
+        transport after a reconnect (``mcpl_host.rebind``), or on the same one after its
+        response stream broke (``mcpl_host.retry``)."""
+        if not self.span.is_recording():
+            return
+        self.span.add_event(
+            "mcpl_host.retry" if reissued else "mcpl_host.rebind",
+            {"mcpl_host.previous_request_id": str(old_id)},
+        )
+        self._moved = not reissued
+
+    def end(self, error: BaseException | None = None, result: Any = None) -> None:
+        """The request is over: its status, error attributes and duration."""
+        if self._ends:
+            return
+        self._ends = True
+        inst, span, metric = self._inst, self.span, self._metric
+        elapsed = time.perf_counter() - self._start
+        if error is not None:
+            attributes, message = _error_attributes(error)
+            metric = {**metric, **attributes}
+            if span.is_recording():
+                span.set_attributes(attributes)
+                shown = None if message is None else inst.text(message)
+                span.set_status(Status(StatusCode.ERROR, shown))
+        elif self.method == "tools/call" and _tool_error(result):
+            metric = {**metric, "error.type": "tool_error"}
+            if span.is_recording():
+                span.set_attribute("error.type", "tool_error")
+                span.set_status(Status(StatusCode.ERROR))
+        if (
+            error is None
+            and inst.record_content
+            and self.method == "tools/call"
+            and span.is_recording()
+        ):
+            span.set_attribute("gen_ai.tool.call.result", inst.content(result))
+        span.end()
+        inst.meters.client_duration.record(elapsed, metric)
+        inst.meters.client_active.add(-1, {"mcp.method.name": self.method, **inst.attributes})
+
+
+def _tool_error(result: Any) -> bool:
+    """A ``tools/call`` result with ``isError: true`` (raw JSON or decoded)."""
+    if isinstance(result, msgspec.Raw):
+        try:
+            return _IS_ERROR.decode(result).isError is True
+        except msgspec.DecodeError:
+            return False
+    return getattr(result, "is_error", None) is True
+
+
+class ServeTrace:
+    """The SERVER span of one request of the server's that the host serves; current in
+    the task that serves it (a hook's own spans are its children)."""
+
+    __slots__ = ("_inst", "_metric", "_start", "_token", "method", "span")
+
+    def __init__(self, inst: Instruments, method: str, request_id: Any, params: Any) -> None:
+        self._inst = inst
+        # A server's method name is the server's text: known names only in the metric.
+        self.method = inst.text(method, _NAME_LIMIT)
+        attributes: dict[str, Any] = {"mcp.method.name": self.method, **inst.attributes}
+        if isinstance(request_id, int | str) and not isinstance(request_id, bool):
+            attributes["jsonrpc.request.id"] = inst.text(str(request_id), _NAME_LIMIT)
+        if inst.protocol_version is not None:
+            attributes["mcp.protocol.version"] = inst.protocol_version
+        parent: otel_context.Context | None = None
+        links: list[Link] = []
+        carrier = trace_carrier(params)
+        if carrier is not None:
+            try:
+                extracted = propagate.extract(carrier)
+            except (ValueError, TypeError):
+                extracted = None
+            if (
+                extracted is not None
+                and trace.get_current_span(extracted).get_span_context().is_valid
+            ):
+                parent = extracted
+                ambient = trace.get_current_span().get_span_context()
+                if ambient.is_valid:  # the conventions: parent from _meta, the ambient linked
+                    links.append(Link(ambient))
+        self.span: Span = inst.tracer.start_span(
+            self.method, context=parent, kind=SpanKind.SERVER, attributes=attributes, links=links
+        )
+        self._metric = {"mcp.method.name": self.method, **inst.attributes}
+        self._start = time.perf_counter()
+        self._token = otel_context.attach(trace.set_span_in_context(self.span))
+        inst.meters.server_active.add(1, self._metric)
+
+    def end(self, code: int | None = None, message: str | None = None) -> None:
+        """Answered: with an error ``code`` (and its message) when it was refused or failed."""
+        span, metric = self.span, self._metric
+        if code is not None:
+            metric = {**metric, "error.type": str(code), "rpc.response.status_code": str(code)}
+            if span.is_recording():
+                span.set_attributes(
+                    {"error.type": str(code), "rpc.response.status_code": str(code)}
+                )
+                span.set_status(
+                    Status(StatusCode.ERROR, None if message is None else self._inst.text(message))
+                )
+        otel_context.detach(self._token)
+        span.end()
+        inst = self._inst
+        inst.meters.server_duration.record(time.perf_counter() - self._start, metric)
+        inst.meters.server_active.add(-1, self._metric)
+
+
+class ConnectionSpan:
+    """A span of the connection's life (``mcpl_host.connect``, ``mcpl_host.reconnect``)."""
+
+    __slots__ = ("_inst", "span")
+
+    def __init__(self, inst: Instruments, span: Span) -> None:
+        self._inst = inst
+        self.span = span
+
+    @contextmanager
+    def step(self, name: str, **attributes: str | int) -> Iterator[Span]:
+        """A child span for one step (``spawn``, ``open``, ``handshake``), ended with the
+        block; an exception marks it failed."""
+        span = self._inst.tracer.start_span(
+            f"mcpl_host.{name}",
+            context=trace.set_span_in_context(self.span),
+            kind=SpanKind.INTERNAL,
+            attributes={**self._inst.attributes, **attributes},
+        )
+        try:
+            yield span
+        except BaseException as exc:
+            fail(span, exc)
+            raise
+        finally:
+            span.end()
+
+    def event(self, name: str, **attributes: str | int | float) -> None:
+        if self.span.is_recording():
+            self.span.add_event(f"mcpl_host.{name}", attributes)
+
+    def end(self, error: BaseException | None = None) -> None:
+        if error is not None:
+            fail(self.span, error)
+        self.span.end()
+
+    def link(self) -> Link:
+        """A link to this span, for the next connection span or a rebound request."""
+        return Link(self.span.get_span_context())
+
+
+def fail(span: Span, error: BaseException) -> None:
+    """Mark a span failed with ``error``'s type (never its text: it may quote a peer)."""
+    if span.is_recording():
+        attributes, _ = _error_attributes(error)
+        span.set_attributes(attributes)
+        span.set_status(Status(StatusCode.ERROR))
