@@ -203,11 +203,8 @@ class Instruments:
     def content(self, value: Any) -> str:
         """Arguments or a result, as redacted JSON text cut to the configured limit."""
         try:
-            text = (
-                value.decode()
-                if isinstance(value, bytes | msgspec.Raw)
-                else msgspec.json.encode(value).decode()
-            )
+            raw = value if isinstance(value, bytes | msgspec.Raw) else msgspec.json.encode(value)
+            text = bytes(raw).decode()
         except (TypeError, UnicodeDecodeError, msgspec.EncodeError):
             text = repr(value)
         return self.redactor.log_value(text, self.content_limit)
