@@ -78,6 +78,21 @@ def servers() -> Iterator[list[int]]:
             os.kill(pid, signal.SIGKILL)
 
 
+_STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_command_left() -> Iterator[None]:
+    """A test that failed half-way (a timeout on a loaded machine) must not leave its
+    mcpl-host running: the tests after it count the children they find."""
+    yield
+    while _STARTED:
+        process = _STARTED.pop()
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+
+
 def _blocking(tmp_path: Path, name: str, where: str, *, stubborn: bool = False) -> list[str]:
     argv = server(tmp_path, "blocking", BLOCKING)
     return [*argv, str(tmp_path / f"{name}.pids"), where, "stubborn" if stubborn else "polite"]
@@ -85,7 +100,7 @@ def _blocking(tmp_path: Path, name: str, where: str, *, stubborn: bool = False) 
 
 def _start(*args: str, new_session: bool = False) -> subprocess.Popen[str]:
     environment = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS")}
-    return subprocess.Popen(
+    process = subprocess.Popen(
         [*CLI, *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -94,6 +109,8 @@ def _start(*args: str, new_session: bool = False) -> subprocess.Popen[str]:
         env=environment,
         start_new_session=new_session,
     )
+    _STARTED.append(process)
+    return process
 
 
 def _wait_for(path: Path, process: subprocess.Popen[str]) -> None:
