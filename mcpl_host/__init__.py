@@ -75,6 +75,7 @@ from .protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from .protocol.profiles import KNOWN_REVISIONS, PROFILES, Profile
 from .protocol.redact import Redactor
 from .protocol.subscriptions import Subscriptions
+from .telemetry import Telemetry
 from .transports.targets import (
     HttpTarget,
     StdioTarget,
@@ -222,6 +223,7 @@ __all__ = [
     "Task",
     "TaskError",
     "TcpTarget",
+    "Telemetry",
     "TextContent",
     "Tool",
     "ToolEntry",

@@ -32,6 +32,7 @@ from ..protocol.batch import DEFAULT_MAX_BATCH_ENTRIES
 from ..protocol.errors import ConfigurationError, RequestTimeout
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.profiles import validate_allowlist
+from ..telemetry import Telemetry
 from ..transports.targets import Target
 from ._catalogue import CatalogueMethods
 from ._server import ManagedServer, ManagerEventCallback
@@ -109,6 +110,7 @@ class ConnectionManager(OwnsNursery, CatalogueMethods):
         separator: str = SEPARATOR,
         filters: Mapping[str, CatalogueFilter] | None = None,
         auth: OAuth | None = None,
+        telemetry: Telemetry | bool | None = None,
     ) -> None:
         """Raises :class:`~mcpl_host.ConfigurationError` when the config file cannot be
         read or is malformed as a whole, for an unknown revision in ``versions``, or an
@@ -145,6 +147,7 @@ class ConnectionManager(OwnsNursery, CatalogueMethods):
             write_timeout=write_timeout,
             secrets=secrets,
             reconnect=reconnect,
+            telemetry=telemetry,
         )
         self._on_wire = on_wire
         self._separator = separator

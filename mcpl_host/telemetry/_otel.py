@@ -13,7 +13,6 @@ when it records.
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -50,8 +49,7 @@ _IS_ERROR: Final = msgspec.json.Decoder(_IsError)
 
 
 class _Meters:
-    """The metric instruments of one meter provider (made once: instruments are looked
-    up by name, and a connection must not make its own)."""
+    """The metric instruments of a meter provider."""
 
     def __init__(self, provider: Any) -> None:
         meter = metrics.get_meter(_SCOPE, meter_provider=provider)
@@ -101,16 +99,6 @@ class _Meters:
         )
 
 
-@functools.cache
-def _global_meters() -> _Meters:
-    # The global provider's proxy instruments follow a later set_meter_provider.
-    return _Meters(None)
-
-
-def _meters(provider: Any) -> _Meters:
-    return _global_meters() if provider is None else _Meters(provider)
-
-
 class Instruments:
     """One connection's tracer, meters and attributes (made by
     :func:`mcpl_host.telemetry.instruments_for`)."""
@@ -124,7 +112,9 @@ class Instruments:
         redactor: Redactor,
     ) -> None:
         self.tracer = trace.get_tracer(_SCOPE, tracer_provider=config.tracer_provider)
-        self.meters = _meters(config.meter_provider)
+        # Made per connection: a meter provider gives back the instrument it made
+        # already under the same name.
+        self.meters = _Meters(config.meter_provider)
         self.redactor = redactor
         self.record_content: bool = config.record_content
         self.content_limit: int = config.content_limit

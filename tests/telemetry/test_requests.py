@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from mcpl_host import Connection, RequestError, RequestTimeout, StdioTarget
+from mcpl_host import Connection, ConnectionManager, RequestError, RequestTimeout, StdioTarget
 from mcpl_host.telemetry import Telemetry
 
 DEMO = StdioTarget.of([sys.executable, "-m", "mcpl_host.demo"])
@@ -233,3 +233,24 @@ async def test_a_resource_read_names_its_uri_in_an_attribute_not_in_the_span_nam
     (span,) = rec.finished("resources/read")
     assert span.attributes is not None
     assert span.attributes["mcp.resource.uri"] == resource.uri
+
+
+async def test_a_manager_gives_every_server_its_telemetry_under_its_own_name() -> None:
+    rec = Recorded()
+    with trio.fail_after(15):
+        async with ConnectionManager(
+            {"one": DEMO, "two": DEMO}, telemetry=rec.telemetry
+        ) as manager:
+            await manager.wait_ready()
+            await manager.call_tool("one__echo", {"text": "a"})
+            await manager.call_tool("two__echo", {"text": "b"})
+    names = sorted(
+        str((s.attributes or {})["mcpl_host.server.name"]) for s in rec.finished("tools/call echo")
+    )
+    assert names == ["one", "two"]
+    points = rec.points("mcp.client.operation.duration")
+    assert sorted(
+        str(p.attributes["mcpl_host.server.name"])
+        for p in points
+        if p.attributes["mcp.method.name"] == "tools/call"
+    ) == ["one", "two"]
