@@ -35,6 +35,8 @@ _DURATION_BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60
 # Peer and caller text in attributes: names, URIs, messages, cut to these many chars.
 _NAME_LIMIT: Final = 128
 _TEXT_LIMIT: Final = 512
+# Methods whose metric attributes a connection keeps made (the caller names methods).
+_METHODS_KEPT: Final = 64
 
 # The methods whose params name a target (the span name's second part, low cardinality).
 _NAMED: Final = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}
@@ -124,6 +126,7 @@ class Instruments:
             **attributes,
             "mcpl_host.server.name": redactor.log_value(server, _NAME_LIMIT),
         }
+        self._by_method: dict[str, dict[str, str | int]] = {}
         self.protocol_version: str | None = None
         self.connection: ConnectionSpan | None = None  # the current transport's span
 
@@ -187,6 +190,16 @@ class Instruments:
             attributes["mcp.protocol.version"] = self.protocol_version
         self.meters.session_duration.record(seconds, attributes)
 
+    def method_attributes(self, method: str) -> dict[str, str | int]:
+        """The connection's attributes with ``mcp.method.name``, made once per method
+        (a few are used over and over; any more are made each time)."""
+        attributes = self._by_method.get(method)
+        if attributes is None:
+            attributes = {"mcp.method.name": method, **self.attributes}
+            if len(self._by_method) < _METHODS_KEPT:
+                self._by_method[method] = attributes
+        return attributes
+
     def text(self, value: str, limit: int = _TEXT_LIMIT) -> str:
         return self.redactor.log_value(value, limit)
 
@@ -198,15 +211,6 @@ class Instruments:
         except (TypeError, UnicodeDecodeError, msgspec.EncodeError):
             text = repr(value)
         return self.redactor.log_value(text, self.content_limit)
-
-
-def _target(method: str, params: Any) -> tuple[str | None, Any]:
-    if isinstance(params, dict):
-        if method in _NAMED:
-            return _NAMED[method], params.get("name")
-        if method in _URI_METHODS:
-            return "mcp.resource.uri", params.get("uri")
-    return None, None
 
 
 def _error_attributes(error: BaseException) -> tuple[dict[str, str], str | None]:
@@ -228,46 +232,49 @@ class RequestTrace:
     """The CLIENT span of one request the host sends, from the caller's call to its end
     (across rebinding and re-issues: one span, whatever ids it had on the wire)."""
 
-    __slots__ = ("_ends", "_inst", "_metric", "_moved", "_start", "carrier", "method", "span")
+    __slots__ = ("_ends", "_inst", "_moved", "_start", "_target", "carrier", "method", "span")
 
     def __init__(self, inst: Instruments, method: str, params: Any) -> None:
         self._inst = inst
         self.method = method
-        attributes: dict[str, Any] = {"mcp.method.name": method, **inst.attributes}
+        # Only what a sampler may want is given at the start; the rest is set when the
+        # span records (a no-op tracer's span never does: the common case costs little).
+        attributes: dict[str, Any] = {"mcp.method.name": method}
         name = method
-        key, value = _target(method, params)
-        if isinstance(value, str):
-            shown = inst.redactor.log_value(
-                value, _TEXT_LIMIT if key == "mcp.resource.uri" else _NAME_LIMIT
-            )
-            attributes[key] = shown  # type: ignore[index]
-            if key != "mcp.resource.uri":  # a URI would make the span name high-cardinality
+        self._target: tuple[str, str] | None = None
+        key = _NAMED.get(method) or ("mcp.resource.uri" if method in _URI_METHODS else None)
+        value = (
+            params.get("uri" if key == "mcp.resource.uri" else "name")
+            if key and isinstance(params, dict)
+            else None
+        )
+        if key is not None and isinstance(value, str):
+            uri = key == "mcp.resource.uri"
+            shown = inst.redactor.log_value(value, _TEXT_LIMIT if uri else _NAME_LIMIT)
+            attributes[key] = shown
+            if not uri:  # a URI would make the span name high-cardinality
                 name = f"{method} {shown}"
-        if method == "tools/call":
-            attributes["gen_ai.operation.name"] = "execute_tool"
-        if inst.protocol_version is not None:
-            attributes["mcp.protocol.version"] = inst.protocol_version
-        # The metric's attributes: the span's low-cardinality ones.
-        self._metric = {k: v for k, v in attributes.items() if k != "mcp.resource.uri"}
-        self.span: Span = inst.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
+                self._target = (key, shown)
+        span = self.span = inst.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
         self._start = time.perf_counter()
         self._ends = False
         self._moved = False
-        inst.meters.client_active.add(1, {"mcp.method.name": method, **inst.attributes})
-        if (
-            inst.record_content
-            and method == "tools/call"
-            and isinstance(params, dict)
-            and self.span.is_recording()
-        ):
-            self.span.set_attribute(
-                "gen_ai.tool.call.arguments", inst.content(params.get("arguments"))
-            )
+        inst.meters.client_active.add(1, inst.method_attributes(method))
         # The trace context the request carries in ``_meta``: empty when there is no
         # valid span to continue (no SDK, nothing sampled upstream).
         self.carrier: dict[str, str] = {}
-        if self.span.get_span_context().is_valid:
-            propagate.inject(self.carrier, context=trace.set_span_in_context(self.span))
+        if not span.get_span_context().is_valid:
+            return
+        propagate.inject(self.carrier, context=trace.set_span_in_context(span))
+        if span.is_recording():
+            span.set_attributes(inst.attributes)
+            if method == "tools/call":
+                span.set_attribute("gen_ai.operation.name", "execute_tool")
+            if inst.protocol_version is not None:
+                span.set_attribute("mcp.protocol.version", inst.protocol_version)
+            if self._content() and isinstance(params, dict):
+                arguments = inst.content(params.get("arguments"))
+                span.set_attribute("gen_ai.tool.call.arguments", arguments)
 
     def _content(self) -> bool:
         """Whether arguments and results are recorded (the embedder opted in)."""
@@ -314,8 +321,13 @@ class RequestTrace:
         if self._ends:
             return
         self._ends = True
-        inst, span, metric = self._inst, self.span, self._metric
+        inst, span = self._inst, self.span
         elapsed = time.perf_counter() - self._start
+        metric = {**inst.method_attributes(self.method)}
+        if self._target is not None:
+            metric[self._target[0]] = self._target[1]
+        if inst.protocol_version is not None:
+            metric["mcp.protocol.version"] = inst.protocol_version
         if error is not None:
             attributes, message = _error_attributes(error)
             metric = {**metric, **attributes}
@@ -337,7 +349,7 @@ class RequestTrace:
             span.set_attribute("gen_ai.tool.call.result", inst.content(result))
         span.end()
         inst.meters.client_duration.record(elapsed, metric)
-        inst.meters.client_active.add(-1, {"mcp.method.name": self.method, **inst.attributes})
+        inst.meters.client_active.add(-1, inst.method_attributes(self.method))
 
 
 def _tool_error(result: Any) -> bool:
