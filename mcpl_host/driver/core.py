@@ -60,8 +60,8 @@ from ..protocol.profiles import Profile, handshake_era, validate_allowlist
 from ..protocol.redact import Redactor
 from ..telemetry import Telemetry, instruments_for
 from ..transports import Transport, open_transport
-from ..transports.targets import Target, describe, parse_target, redactor_for
-from .epoch import DEFAULT_WRITE_TIMEOUT, Epoch
+from ..transports.targets import StdioTarget, Target, describe, parse_target, redactor_for
+from .epoch import DEFAULT_WRITE_TIMEOUT, Epoch, Flush
 from .inbound import Inbound
 from .lifetime import OwnsNursery
 from .mcpl_session import McplSession
@@ -73,7 +73,9 @@ from .reconnect import Reconnect
 from .responder import Handler, ping
 
 if TYPE_CHECKING:
-    from ..telemetry._otel import Instruments
+    from opentelemetry.trace import Span
+
+    from ..telemetry._otel import ConnectionSpan, Instruments
 
 __all__ = ["Driver", "ProgressCallback", "TransportFactory"]
 
@@ -111,6 +113,11 @@ def _check_bounds(
         raise ConfigurationError("discover_timeout must be positive")
 
 
+def _step(span: ConnectionSpan | None, name: str) -> contextlib.AbstractContextManager[Span | None]:
+    """A step of a connect span (nothing without telemetry)."""
+    return contextlib.nullcontext() if span is None else span.step(name)
+
+
 def _parse_address(text: str) -> Target:
     """A string target is an address (:func:`parse_target`). What users write first is a
     command line, which is never split: its error says what to write instead."""
@@ -136,6 +143,9 @@ class Driver(OwnsNursery):
     """The connection machinery for one server: transports, handshake, requests both
     ways, reconnects. Used through its subclass :class:`~mcpl_host.Connection`; run it
     as an async context manager, or ``await nursery.start(driver.run)``."""
+
+    # The mcpl_host.reconnect span while a lost transport is being replaced.
+    _reconnect_trace: ConnectionSpan | None = None
 
     def __init__(
         self,
@@ -370,35 +380,49 @@ class Driver(OwnsNursery):
 
     async def _open_epoch(self, started: float) -> Epoch:
         """Open a transport and run the handshake on it; on any failure (cancellation
-        included) the transport is shut down before the error propagates."""
+        included) the transport is shut down before the error propagates.
+
+        With telemetry, one ``mcpl_host.connect`` span covers it (a child of the
+        reconnect span when it replaces a lost transport), ended once connected or
+        failed: never held open for the connection's life."""
+        telemetry = self.telemetry
+        if telemetry is None:
+            return await self._open_epoch_in(started, None)
+        connect = telemetry.connection_span("connect", parent=self._reconnect_trace)
+        try:
+            epoch = await self._open_epoch_in(started, connect)
+        except BaseException as exc:
+            connect.end(exc)
+            raise
+        connect.end()
+        return epoch
+
+    async def _open_epoch_in(self, started: float, connect: ConnectionSpan | None) -> Epoch:
         nursery = self._nursery
         assert nursery is not None
-        transport = await self._open_transport(nursery)
+        # A program is spawned; any other transport is opened.
+        with _step(connect, "spawn" if isinstance(self.target, StdioTarget) else "open"):
+            transport = await self._open_transport(nursery)
         opened = trio.current_time()
-        epoch = Epoch(
-            next(self._epoch_numbers),
-            transport,
-            server=self.name,
-            on_lost=self._end_epoch_soon,
-            spawn=self._spawn,
-            write_timeout=self.write_timeout,
-            log=self._log_budget.wrap(_log),
-            on_wire=self._on_wire,
-        )
-        epoch.on_late_write = self._outbound.written_late
-        self._attach_stateless_http(transport, epoch)
-        self._epoch = epoch
+        epoch = self._new_epoch(transport, connect)
         epoch.reading = reading = Reading(epoch, self._inbound, self._outbound.pending)
         nursery.start_soon(reading.run)
         nursery.start_soon(epoch.write_loop)
+        failed: McplHostError | None = None  # the handshake's own failure, raised as is
         try:
-            with trio.fail_after(self.initialize_timeout):
-                step = await self._negotiator.run(epoch)
-            if isinstance(step, Established):
-                if epoch.initialized is not None:
-                    await epoch.written(epoch.initialized)
-                if not epoch.open:  # lost right after: it never served as a connection
-                    raise epoch.closed_error(outcome_unknown=False)  # noqa: TRY301 - as a lost write
+            with _step(connect, "handshake") as handshake:
+                with trio.fail_after(self.initialize_timeout):
+                    step = await self._negotiator.run(epoch, handshake)
+                if isinstance(step, Established):
+                    if epoch.initialized is not None:
+                        await self._initialized_written(epoch, epoch.initialized, handshake)
+                    if not epoch.open:  # lost right after: it never served as a connection
+                        raise epoch.closed_error(outcome_unknown=False)  # noqa: TRY301 - as a lost write
+                else:
+                    assert isinstance(step, Failed)
+                    failed = step.error
+                    failed.server = self.name
+                    raise failed  # noqa: TRY301 - inside the step: its span ends failed
         except trio.TooSlowError:
             await self._end_epoch(epoch, "initialize-timeout")
             method = "server/discover" if isinstance(epoch.handshake, Discovery) else "initialize"
@@ -409,6 +433,9 @@ class Driver(OwnsNursery):
                 server=self.name,
             ) from None
         except ConnectionClosed as exc:
+            if exc is failed:
+                await self._end_epoch(epoch, epoch.end_reason or "initialize-failed")
+                raise
             reason = epoch.end_reason or "write-failed"
             await self._end_epoch(epoch, reason)
             raise TransportError(
@@ -422,13 +449,47 @@ class Driver(OwnsNursery):
         except BaseException:  # cancelled (close() during a reconnect, say)
             await self._end_epoch(epoch, "closed")
             raise
-        if not isinstance(step, Established):
-            assert isinstance(step, Failed)
-            await self._end_epoch(epoch, epoch.end_reason or "initialize-failed")
-            step.error.server = self.name
-            raise step.error
+        assert isinstance(step, Established)
         self._connected(epoch, step, started, opened)
         return epoch
+
+    def _new_epoch(self, transport: Transport, connect: ConnectionSpan | None) -> Epoch:
+        """The epoch of a transport just opened, made the current one."""
+        epoch = Epoch(
+            next(self._epoch_numbers),
+            transport,
+            server=self.name,
+            on_lost=self._end_epoch_soon,
+            spawn=self._spawn,
+            write_timeout=self.write_timeout,
+            log=self._log_budget.wrap(_log),
+            on_wire=self._on_wire,
+            telemetry=self.telemetry,
+        )
+        if connect is not None:
+            epoch.connect_span = connect
+            assert self.telemetry is not None
+            # The current transport's span: a request rebound onto it links to it.
+            self.telemetry.connection = connect
+        epoch.on_late_write = self._outbound.written_late
+        self._attach_stateless_http(transport, epoch)
+        self._epoch = epoch
+        return epoch
+
+    async def _initialized_written(self, epoch: Epoch, flush: Flush, parent: Span | None) -> None:
+        """Wait until ``notifications/initialized`` is on the wire (the reader queued it
+        right after the answer): with telemetry, a CLIENT span of its own."""
+        telemetry = self.telemetry
+        if telemetry is None:
+            await epoch.written(flush)
+            return
+        trace = telemetry.request("notifications/initialized", None, parent=parent)
+        try:
+            await epoch.written(flush)
+        except BaseException as exc:
+            trace.end(exc)
+            raise
+        trace.end()
 
     def _attach_stateless_http(self, transport: Transport, epoch: Epoch) -> None:
         """What an HTTP transport needs of the connection on 2026-07-28: the tools'
@@ -557,7 +618,7 @@ class Driver(OwnsNursery):
             self._state = _State.RECONNECTING
             try:
                 with trio.CancelScope() as self._reconnect_scope:
-                    new, failed = await self._reconnect_once(policy, failed)
+                    new, failed = await self._replace(epoch, policy, failed)
             except McplHostError as exc:
                 self._log.warning("reconnect failed", error=self.redactor.log_value(str(exc)))
                 self._finish("reconnect-failed", cause=exc)
@@ -578,6 +639,45 @@ class Driver(OwnsNursery):
                 Reconnected(new.epoch_number, profile.revision, self.initialize_result.server_info)
             )
             self._outbound.resend(new)
+
+    async def _replace(
+        self, lost: Epoch, policy: Reconnect, failed: int
+    ) -> tuple[Epoch | None, int]:
+        """:meth:`_reconnect_once`, in a ``mcpl_host.reconnect`` span (with telemetry)
+        linked to the lost transport's connect span: from the loss to the next
+        transport up, or to giving up. The new connect spans are its children."""
+        telemetry = self.telemetry
+        if telemetry is None:
+            return await self._reconnect_once(policy, failed)
+        lost_span = lost.connect_span
+        links = None if lost_span is None else [lost_span.link()]
+        span = self._reconnect_trace = telemetry.connection_span("reconnect", links=links)
+        try:
+            replaced = await self._reconnect_once(policy, failed)
+        except BaseException as exc:
+            span.end(exc)
+            raise
+        finally:
+            self._reconnect_trace = None
+        span.end()
+        return replaced
+
+    def _attempted(self, number: int, error: BaseException | None) -> None:
+        """One reconnect attempt is over: counted by outcome, an event on the span."""
+        telemetry = self.telemetry
+        if telemetry is None:
+            return
+        outcome = "failure" if error is not None else "success"
+        telemetry.reconnect_attempt(outcome)
+        span = self._reconnect_trace
+        if span is not None:
+            attributes: dict[str, str | int] = {
+                "mcpl_host.attempt": number,
+                "mcpl_host.outcome": outcome,
+            }
+            if error is not None:  # the class only: the text may quote the server
+                attributes["error.type"] = type(error).__name__
+            span.event("attempt", **attributes)
 
     async def _reconnect_once(self, policy: Reconnect, failed: int) -> tuple[Epoch | None, int]:
         """Connect+handshake under the policy's backoff, going on from ``failed`` attempts
@@ -601,8 +701,14 @@ class Driver(OwnsNursery):
         )
         async for attempt in retrying:
             with attempt:
-                epoch = await self._open_epoch(trio.current_time())
-                return epoch, failed + attempt.retry_state.attempt_number - 1
+                number = failed + attempt.retry_state.attempt_number
+                try:
+                    epoch = await self._open_epoch(trio.current_time())
+                except McplHostError as exc:
+                    self._attempted(number, exc)
+                    raise
+                self._attempted(number, None)
+                return epoch, number - 1
         return None, failed  # pragma: no cover - tenacity either returns or raises
 
     def _finish(self, reason: str, cause: McplHostError | None = None) -> None:
@@ -869,6 +975,8 @@ class Driver(OwnsNursery):
             epoch.ended.set()
             epoch.log.info("disconnected", reason=epoch.end_reason)
             if epoch.connected_at is not None:
+                if self.telemetry is not None:
+                    self.telemetry.session_ended(trio.current_time() - epoch.connected_at)
                 self._emit(Disconnected(epoch.epoch_number, epoch.end_reason or reason))
 
     # -- small helpers -----------------------------------------------------------------

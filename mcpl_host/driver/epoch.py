@@ -8,7 +8,7 @@ its epoch, so an answer can only ever reach the transport its request came on.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 import trio
 
@@ -23,6 +23,9 @@ from ..protocol.profiles import Profile
 from ..transports import Transport
 from .pending import Pending
 from .responder import Responder
+
+if TYPE_CHECKING:
+    from ..telemetry._otel import ConnectionSpan, Instruments
 
 __all__ = ["DEFAULT_WRITE_TIMEOUT", "BatchReply", "BatchSlot", "Epoch", "Flush", "ReadRole"]
 
@@ -53,7 +56,8 @@ class Epoch:
 
     ``on_lost(epoch, reason)`` is called (once) when a write fails; ``spawn`` starts a
     task in the connection's nursery; ``on_wire(direction, line)`` sees every line
-    written (a wire trace).
+    written (a wire trace); ``telemetry`` counts the bytes written and read, and serves
+    the spans of the server's requests read on it (None: off).
     """
 
     def __init__(
@@ -67,8 +71,12 @@ class Epoch:
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         log: Any = None,
         on_wire: Callable[[str, bytes], None] | None = None,
+        telemetry: Instruments | None = None,
     ) -> None:
         self.epoch_number = number
+        self.telemetry = telemetry
+        # The mcpl_host.connect span that opened this transport (linked from a reconnect).
+        self.connect_span: ConnectionSpan | None = None
         self.write_timeout = write_timeout
         self.transport = transport
         self.server = server
@@ -151,6 +159,8 @@ class Epoch:
             sent = send_nowait(_joined(batch))
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             sent = 0  # the writer meets the same error and ends the epoch
+        if self.telemetry is not None and sent:
+            self.telemetry.io("transmit", sent)
         written: list[_Entry] = []
         rest: list[_Entry] = []
         for entry in batch:
@@ -284,9 +294,10 @@ class Epoch:
             return True
         self._writing = True
         reason = "write-timeout"
+        data = _joined(sent)
         try:
             with trio.move_on_after(self.write_timeout):
-                await self.transport.stream.send_all(_joined(sent))
+                await self.transport.stream.send_all(data)
                 reason = ""
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             reason = "write-failed"
@@ -302,6 +313,8 @@ class Epoch:
             return False
         self._mark_written(sent)
         self._trace(sent)
+        if self.telemetry is not None:  # one add per write: the batch's bytes
+            self.telemetry.io("transmit", len(data))
         self._written.set()
         return True
 

@@ -53,6 +53,7 @@ from ..protocol.handshake import (
 )
 from ..protocol.messages import encode
 from ..protocol.redact import Redactor
+from . import refusal
 from .epoch import BatchReply, BatchSlot, Epoch
 from .mcpl_session import McplSession
 from .pending import PROGRESS, Pending, Progress, ProgressCallback
@@ -142,6 +143,7 @@ class Inbound:
                     outcome=Outcome.IGNORED,
                     reason=f"line of {item.size} bytes exceeds max_message_bytes",
                 )
+                refusal.count(epoch, refusal.OVERSIZED)
                 return
             assert isinstance(item, bytes)
             if self._on_wire is not None:
@@ -157,6 +159,7 @@ class Inbound:
                     reason="the handshake failed",
                     **self._describe(message),
                 )
+                refusal.count(epoch, refusal.IGNORED)
             elif type(message) is Batch:
                 self._on_batch(epoch, message)
             else:
@@ -191,6 +194,7 @@ class Inbound:
                 reason=step.reason,
                 **self._describe(message),
             )
+            refusal.count(epoch, step.outcome.value)
         else:
             method = "initialize" if isinstance(epoch.handshake, Handshake) else "server/discover"
             epoch.log.debug("message", direction="in", method=method, outcome=step.outcome)
@@ -224,12 +228,14 @@ class Inbound:
         plan = plan_batch(batch, epoch.profile, self.max_batch_entries)
         if isinstance(plan, Ignored):
             epoch.log.info("message", direction="in", outcome=Outcome.IGNORED, reason=plan.reason)
+            refusal.count(epoch, refusal.IGNORED)
             return
         if isinstance(plan, BatchRefused):
             epoch.log.info(
                 "message", direction="in", outcome=plan.outcome, reason=plan.answer.error.message
             )
             epoch.queue_answer(encode(plan.answer))
+            refusal.count(epoch, plan.outcome.value)
             if self._pending:
                 self._refused_answers(epoch, batch, plan)
             return
@@ -272,6 +278,7 @@ class Inbound:
                     outcome=Outcome.ANSWERED_INVALID,
                     reason=message.message,
                 )
+                refusal.count(epoch, refusal.INVALID)
                 if batch is None:  # a batch's invalid entries are already in its answer
                     responder = Responder(
                         epoch, message.answer_id, message.method or "", redactor=self.redactor
@@ -281,6 +288,7 @@ class Inbound:
                 epoch.log.info(
                     "message", direction="in", outcome=Outcome.IGNORED, reason=message.reason
                 )
+                refusal.count(epoch, refusal.IGNORED)
 
     def _on_response(self, epoch: Epoch, response: Response) -> None:
         pending = self._pending.get(response.id) if type(response.id) is int else None
@@ -296,6 +304,8 @@ class Inbound:
                 reason=known or "matches no pending request",
                 error=None if response.error is None else self.redactor.log_json(response.error),
             )
+            if not known:  # a late answer to an id given up on is no refusal
+                refusal.count(epoch, refusal.UNMATCHED)
             return
         epoch.log.debug("message", direction="in", id=response.id, outcome=Outcome.RESPONSE_MATCHED)
         if not pending.foreign:  # its caller may read next (driver.reading); a host's never
@@ -336,6 +346,7 @@ class Inbound:
                 reason="method not found",
             )
             responder.refuse(METHOD_NOT_FOUND, f"Method not found: {request.method}")
+            refusal.count(epoch, refusal.METHOD_NOT_FOUND)
             return
         if handler is ping:  # a ping flood costs no task per ping
             epoch.log.debug(
@@ -344,7 +355,14 @@ class Inbound:
                 **self.redactor.fields(id=request.id, method=request.method),
                 outcome=Outcome.DISPATCHED,
             )
+            telemetry = epoch.telemetry
+            if telemetry is None:
+                responder.answer_now(PING_RESULT)
+                return
+            # Served here, in the reader's turn: its span starts and ends around it.
+            served = telemetry.serve(request.method, request.id, request.params)
             responder.answer_now(PING_RESULT)
+            served.end()
             return
         self.dispatch(epoch, request, responder, handler)
 
@@ -364,6 +382,7 @@ class Inbound:
                 INTERNAL_ERROR,
                 f"host busy: {self.max_server_requests} server requests already in flight",
             )
+            refusal.count(epoch, refusal.BUSY)
             return
         epoch.log.debug(
             "message",
@@ -393,6 +412,11 @@ class Inbound:
         key: Any,
     ) -> None:
         responder = request.responder
+        telemetry = epoch.telemetry
+        # The SERVER span, current in this task: the handler's own spans are its children.
+        served = None
+        if telemetry is not None:
+            served = telemetry.serve(request.method, request.id, request.params)
         try:
             with scope:
                 try:
@@ -428,6 +452,13 @@ class Inbound:
                 epoch.log.info("server request cancelled", **responder.log_fields())
         finally:
             epoch.inbound.pop(key, None)
+            if served is not None:
+                if responder.code is not None:  # the error answer's code, as on the wire
+                    served.end(responder.code, responder.error_message)
+                elif scope.cancelled_caught or not responder.answered:
+                    served.end(error_type="cancelled")  # withdrawn, or the host is closing
+                else:
+                    served.end()
 
     async def _fail_request(
         self, epoch: Epoch, responder: Responder, code: int, message: str, data: Any

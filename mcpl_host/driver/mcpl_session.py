@@ -53,6 +53,7 @@ from ..protocol.errors import (
 )
 from ..protocol.messages import OutNotification, encode
 from ..protocol.redact import Redactor
+from . import refusal
 from .epoch import Epoch
 from .pending import Pending
 from .responder import Handler, Responder, ServerRequest
@@ -154,9 +155,13 @@ class McplSession:
             # In the reader's turn: a message read right after the receipt already sees
             # the grant the receipt settled.
             if pending.result is not None:
-                self._settled(self.grant.receipt(update.update_id, pending.result))
+                changed = self._settled(self.grant.receipt(update.update_id, pending.result))
             else:
-                self._settled(self.grant.failed(update.update_id))
+                changed = self._settled(self.grant.failed(update.update_id))
+            if changed and epoch.telemetry is not None:
+                # On the span of the update that settled it (its answer was just read).
+                denied = update.params.get("deniedCapabilities", ())
+                epoch.telemetry.grant_changed(self.grant.granted, denied, request=pending.trace)
 
         try:
             await self._call(
@@ -169,9 +174,10 @@ class McplSession:
                 error=self._redactor.log_value(str(exc)),
             )
 
-    def _settled(self, outcome: Applied | Refused | Failed | Stale) -> None:
+    def _settled(self, outcome: Applied | Refused | Failed | Stale) -> bool:
+        """Act on how an update settled; False when it changed nothing (stale)."""
         if isinstance(outcome, Stale):
-            return
+            return False
         if isinstance(outcome, Applied):
             self._log.info(
                 "grant",
@@ -186,6 +192,7 @@ class McplSession:
             self._release()
         if isinstance(outcome, Refused) and outcome.fallback == "close":
             self._on_refused_close()
+        return True
 
     # -- outbound ------------------------------------------------------------------------
 
@@ -213,6 +220,7 @@ class McplSession:
     def on_request(self, epoch: Epoch, request: Request, responder: Responder) -> None:
         if request.method in REMOVED:
             responder.refuse(METHOD_NOT_FOUND, REMOVED[request.method])
+            refusal.count(epoch, refusal.METHOD_NOT_FOUND)
             return
         if self._held.holding and len(self._held) - self._held.notifications >= (
             self.max_held_requests
@@ -228,6 +236,7 @@ class McplSession:
                 INTERNAL_ERROR,
                 f"host busy: {self.max_held_requests} server requests already held",
             )
+            refusal.count(epoch, refusal.BUSY)
             return
         if self._hold(_Held(epoch, request, responder)):
             return
@@ -236,6 +245,7 @@ class McplSession:
     def on_notification(self, epoch: Epoch, note: Notification) -> None:
         if note.method in REMOVED:
             self._log.info("notification ignored", method=note.method, reason="removed in 0.5")
+            refusal.count(epoch, refusal.IGNORED)
             return
         if self._hold(_Held(epoch, note, None)):
             return
@@ -255,6 +265,7 @@ class McplSession:
                 method=offer.dropped.item.message.method,
                 reason=f"more than {self._held.max_notifications} held",
             )
+            refusal.count(item.epoch, refusal.DROPPED)
         if offer.held:
             self._log.debug("held", method=item.message.method, plane=spec.plane.value)
         return offer.held
@@ -279,7 +290,7 @@ class McplSession:
             if hook is None:
                 decision = Refuse(METHOD_NOT_FOUND, f"Method not found: {message.method}")
             elif responder is None:
-                self._queue_hook(hook, message)
+                self._queue_hook(epoch, hook, message)
                 return
             else:
                 assert isinstance(message, Request)
@@ -299,6 +310,10 @@ class McplSession:
             if invalid
             else Outcome.DISPATCHED,
             reason=decision.message,
+        )
+        refusal.count(
+            epoch,
+            refusal.DENIED if denied else refusal.INVALID if invalid else refusal.METHOD_NOT_FOUND,
         )
         if responder is not None:
             data = decision.data if isinstance(decision, Refuse) else None
@@ -321,7 +336,7 @@ class McplSession:
 
         return handle
 
-    def _queue_hook(self, hook: McplHook, note: Request | Notification) -> None:
+    def _queue_hook(self, epoch: Epoch, hook: McplHook, note: Request | Notification) -> None:
         """Queue a notification for its hook, behind every one admitted before it."""
         bound = self.config.max_queued_notifications
         if len(self._queue) >= bound:
@@ -333,6 +348,7 @@ class McplSession:
                 method=dropped.method,
                 reason=f"more than {bound} notifications waiting for their hooks",
             )
+            refusal.count(epoch, refusal.DROPPED)
         self._queue.append((hook, note))
         if not self._serving:
             self._serving = True

@@ -14,16 +14,25 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
 from ..protocol.discover import Discovery, Fallback, Retry
-from ..protocol.errors import UNSUPPORTED_VERSION, InitializeError, VersionError
+from ..protocol.errors import (
+    UNSUPPORTED_VERSION,
+    InitializeError,
+    RequestTimeout,
+    VersionError,
+    request_error,
+)
 from ..protocol.handshake import Established, Failed, Handshake
 from ..protocol.profiles import handshake_era, stateless_era
 from ..protocol.redact import Redactor
 from .epoch import Epoch
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 __all__ = ["DEFAULT_DISCOVER_TIMEOUT", "ERAS", "Negotiator"]
 
@@ -89,9 +98,10 @@ class Negotiator:
         self._discover_timeout = discover_timeout
         self._era_key = era_key
 
-    async def run(self, epoch: Epoch) -> Established | Failed:
+    async def run(self, epoch: Epoch, parent: Span | None = None) -> Established | Failed:
         """Negotiate on ``epoch``: at most two discovers and one initialize. The caller
-        bounds the whole of it (``initialize_timeout``)."""
+        bounds the whole of it (``initialize_timeout``). With telemetry each request
+        is a CLIENT span, a child of ``parent`` (the connect span's handshake step)."""
         if getattr(epoch.transport, "handshake_only", False):
             # The legacy HTTP+SSE transport is 2024-11-05's: no stateless revision runs
             # over it, so server/discover is not asked there.
@@ -113,12 +123,12 @@ class Negotiator:
         revision: str | None = None
         for _round in range(2):
             if probe:
-                step = await self._discover(epoch, revision)
+                step = await self._discover(epoch, revision, parent)
                 if isinstance(step, Retry):
                     if revision is not None:  # asked twice: the server contradicts itself
                         return Failed(self._version_error(step.revision))
                     revision = step.revision
-                    step = await self._discover(epoch, revision)
+                    step = await self._discover(epoch, revision, parent)
                     if isinstance(step, Retry):
                         return Failed(self._version_error(step.revision))
                 if isinstance(step, Established):
@@ -137,6 +147,7 @@ class Negotiator:
                     redactor=self._redactor,
                 ),
                 None,
+                parent,
             )
             assert not isinstance(step, Fallback | Retry | None)
             if isinstance(step, Established):
@@ -161,7 +172,7 @@ class Negotiator:
         raise AssertionError("unreachable")  # pragma: no cover - the second round returns
 
     async def _discover(
-        self, epoch: Epoch, revision: str | None
+        self, epoch: Epoch, revision: str | None, parent: Span | None
     ) -> Established | Failed | Fallback | Retry | None:
         discovery = Discovery(
             allowlist=self.allowlist,
@@ -173,7 +184,7 @@ class Negotiator:
         )
         # Only a short wait when initialize is there to fall back on.
         limit = self._discover_timeout if self._handshake else None
-        step = await self._exchange(epoch, discovery, limit)
+        step = await self._exchange(epoch, discovery, limit, parent)
         if step is None:
             epoch.log.info(
                 "discover unanswered",
@@ -185,17 +196,46 @@ class Negotiator:
 
     @staticmethod
     async def _exchange(
-        epoch: Epoch, machine: Handshake | Discovery, limit: float | None
+        epoch: Epoch, machine: Handshake | Discovery, limit: float | None, parent: Span | None
     ) -> Established | Failed | Fallback | Retry | None:
         """Write ``machine``'s request and wait for the reader to settle it; None when
         ``limit`` passes first."""
         epoch.handshake = machine
         epoch.handshake_step = None
         epoch.handshake_done = trio.Event()
-        await epoch.write(machine.request())
-        with trio.move_on_after(limit if limit is not None else float("inf")):
-            await epoch.handshake_done.wait()
-        return epoch.handshake_step
+        telemetry = epoch.telemetry
+        if telemetry is None:
+            await epoch.write(machine.request())
+            with trio.move_on_after(limit if limit is not None else float("inf")):
+                await epoch.handshake_done.wait()
+            return epoch.handshake_step
+        # Not through Outbound: the span is made here, its context carried in _meta.
+        method = "initialize" if isinstance(machine, Handshake) else "server/discover"
+        trace = telemetry.request(method, None, parent=parent)
+        trace.sent(machine.request_id)
+        try:
+            await epoch.write(machine.request(trace.carrier))
+            with trio.move_on_after(limit if limit is not None else float("inf")):
+                await epoch.handshake_done.wait()
+        except BaseException as exc:
+            trace.end(exc)
+            raise
+        step = epoch.handshake_step
+        if isinstance(step, Failed):
+            trace.end(step.error)
+        elif step is None:
+            trace.end(
+                RequestTimeout(
+                    f"no answer to {method} within {limit:g} s",
+                    method=method,
+                    timeout=limit or 0.0,
+                )
+            )
+        elif isinstance(step, Fallback) and step.code is not None:
+            trace.end(request_error(step.code, step.reason, None))  # refused: the era is older
+        else:
+            trace.end()
+        return step
 
     def _version_error(self, named: str) -> VersionError:
         return VersionError(

@@ -285,6 +285,8 @@ class Reading:
         if not chunk:
             self._end_of_stream()
             return
+        if self.epoch.telemetry is not None:  # one add per chunk read
+            self.epoch.telemetry.io("receive", len(chunk))
         self._context.run(self._dispatch, self._framer.feed(chunk), True)
 
     async def _receive_once(self) -> None:
@@ -297,6 +299,8 @@ class Reading:
         if not chunk:
             self._end_of_stream()
             return
+        if self.epoch.telemetry is not None:
+            self.epoch.telemetry.io("receive", len(chunk))
         self._context.run(self._dispatch, self._framer.feed(chunk), True)
 
     def _dispatch(self, items: list[bytes | OversizedLine], burst: bool) -> None:

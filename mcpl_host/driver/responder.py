@@ -50,7 +50,7 @@ class AnswerSink(Protocol):
 class Responder:
     """Answers one server request exactly once."""
 
-    __slots__ = ("_redactor", "_sink", "answered", "id", "method")
+    __slots__ = ("_redactor", "_sink", "answered", "code", "error_message", "id", "method")
 
     def __init__(
         self,
@@ -65,6 +65,10 @@ class Responder:
         self.id = request_id
         self.method = method
         self.answered = False
+        # The error answer given, if any (its code and message, as on the wire): what
+        # the request's span ends with.
+        self.code: int | None = None
+        self.error_message: str | None = None
         self._redactor = redactor
 
     def log_fields(self) -> dict[str, object]:
@@ -87,9 +91,9 @@ class Responder:
             _log.error(
                 "handler result not encodable", **self.log_fields(), error=type(exc).__name__
             )
-            answer: ResultAnswer | ErrorAnswer = error_answer(
-                self.id, INTERNAL_ERROR, "Internal error: the host's result could not be encoded"
-            )
+            message = "Internal error: the host's result could not be encoded"
+            self.code, self.error_message = INTERNAL_ERROR, message
+            answer: ResultAnswer | ErrorAnswer = error_answer(self.id, INTERNAL_ERROR, message)
         else:
             answer = ResultAnswer(id=self.id, result=Raw(body))
         return await self._sink.deliver(answer, self)
@@ -98,6 +102,7 @@ class Responder:
         """Answer with a JSON-RPC error. Returns False when nothing was sent."""
         if self._refuse_second():
             return False
+        self.code, self.error_message = code, message
         return await self._sink.deliver(error_answer(self.id, code, message, _sendable(data)), self)
 
     def answer_now(self, result: Any) -> None:
@@ -109,6 +114,7 @@ class Responder:
         """Answer with a JSON-RPC error at once, from the reader: the answer is queued
         (it counts toward the answers owed until written), no task waits for it."""
         if not self._refuse_second():
+            self.code, self.error_message = code, message
             self._sink.queue(error_answer(self.id, code, message, _sendable(data)), self)
 
     def withdraw(self) -> None:

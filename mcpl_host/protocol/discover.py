@@ -123,6 +123,9 @@ class Fallback(msgspec.Struct, frozen=True, gc=False):
 
     reason: str
     outcome: Outcome = Outcome.RESPONSE_MATCHED
+    # The error code the server refused server/discover with (None: it answered, with
+    # no stateless revision): what the request's span ends with.
+    code: int | None = None
 
 
 class Retry(msgspec.Struct, frozen=True, gc=False):
@@ -161,9 +164,12 @@ class Discovery:
         self._client_info = dict(client_info)
         self._redactor = redactor or Redactor()
 
-    def request(self) -> bytes:
-        """The ``server/discover`` request line."""
+    def request(self, trace: Mapping[str, str] | None = None) -> bytes:
+        """The ``server/discover`` request line; ``trace``: the trace context its
+        ``_meta`` carries too (:mod:`.trace`)."""
         meta = request_meta(self.offered, self._capabilities, self._client_info)
+        if trace:
+            meta = {**meta, **trace}
         return encode(
             OutRequest(id=self.request_id, method="server/discover", params={"_meta": meta})
         )
@@ -229,7 +235,7 @@ class Discovery:
         if code not in MODERN_ERRORS:
             # Any other error is how a handshake-era server refuses a method it does not
             # know before initialize (the codes vary, so no one code is keyed on).
-            return self._fallback(f"server/discover was refused ({code}): {message}")
+            return self._fallback(f"server/discover was refused ({code}): {message}", code)
         error = request_error(code, message, data)
         if code == UNSUPPORTED_VERSION:
             supported = getattr(error, "supported", ())
@@ -254,9 +260,9 @@ class Discovery:
             )
         return Failed(error)
 
-    def _fallback(self, reason: str) -> Fallback | Failed:
+    def _fallback(self, reason: str, code: int | None = None) -> Fallback | Failed:
         if handshake_era(self.allowlist):
-            return Fallback(reason)
+            return Fallback(reason, code=code)
         failure: McplHostError = VersionError(
             f"the server is not of the stateless era ({reason}) and the allowlist has no "
             f"handshake-era revision (allowed: {', '.join(self.allowlist)})",

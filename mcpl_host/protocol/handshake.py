@@ -33,6 +33,7 @@ from .errors import InitializeError, McplHostError, ProtocolError, VersionError
 from .messages import OutNotification, OutRequest, ResultAnswer, encode
 from .profiles import Profile, handshake_era, negotiate
 from .redact import Redactor
+from .trace import with_trace
 
 __all__ = [
     "Established",
@@ -136,17 +137,19 @@ class Handshake:
         self._client_info = dict(client_info)
         self._redactor = redactor or Redactor()
 
-    def request(self) -> bytes:
-        """The ``initialize`` request line, offering the newest allowed revision."""
+    def request(self, trace: Mapping[str, str] | None = None) -> bytes:
+        """The ``initialize`` request line, offering the newest allowed revision;
+        ``trace``: the trace context its ``_meta`` carries (:mod:`.trace`)."""
+        params = {
+            "protocolVersion": self.offered,
+            "capabilities": self._capabilities,
+            "clientInfo": self._client_info,
+        }
         return encode(
             OutRequest(
                 id=self.request_id,
                 method="initialize",
-                params={
-                    "protocolVersion": self.offered,
-                    "capabilities": self._capabilities,
-                    "clientInfo": self._client_info,
-                },
+                params=with_trace(params, trace) if trace else params,
             )
         )
 

@@ -23,7 +23,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, propagate, trace
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
-from ..protocol.errors import McplHostError, RequestError, RequestTimeout
+from ..protocol.errors import InitializeError, McplHostError, RequestError, RequestTimeout
 from ..protocol.redact import Redactor
 from ..protocol.trace import trace_carrier
 
@@ -132,10 +132,11 @@ class Instruments:
 
     # -- requests the host sends ----------------------------------------------------------
 
-    def request(self, method: str, params: Any) -> RequestTrace:
-        """Start the CLIENT span of a request the caller is about to send (a child of the
-        caller's current span)."""
-        return RequestTrace(self, method, params)
+    def request(self, method: str, params: Any, *, parent: Span | None = None) -> RequestTrace:
+        """Start the CLIENT span of a request the caller is about to send: a child of
+        ``parent`` (a connection step's span: the handshake's own requests), else of
+        the caller's current span."""
+        return RequestTrace(self, method, params, parent)
 
     # -- requests the host serves ---------------------------------------------------------
 
@@ -146,21 +147,40 @@ class Instruments:
 
     # -- the connection -------------------------------------------------------------------
 
-    def connection_span(self, name: str, *, links: list[Link] | None = None) -> ConnectionSpan:
+    def connection_span(
+        self,
+        name: str,
+        *,
+        links: list[Link] | None = None,
+        parent: ConnectionSpan | None = None,
+    ) -> ConnectionSpan:
         """An INTERNAL span of the connection's life: ``connect`` (one transport, from
         opening it to the end of the handshake), ``reconnect`` (from a loss to the next
-        transport), with the steps in between as children (:meth:`step`)."""
+        transport), with the steps in between as children (:meth:`step`). A child of
+        ``parent`` (a reconnect's connect spans), else of the current span."""
+        context = None if parent is None else trace.set_span_in_context(parent.span)
         span = self.tracer.start_span(
-            f"mcpl_host.{name}", kind=SpanKind.INTERNAL, attributes=self.attributes, links=links
+            f"mcpl_host.{name}",
+            context=context,
+            kind=SpanKind.INTERNAL,
+            attributes=self.attributes,
+            links=links,
         )
         return ConnectionSpan(self, span)
 
-    def grant_changed(self, granted: Any, denied: Any) -> None:
-        """MCPL's grant changed: an event on the current transport's span."""
-        connection = self.connection
-        if connection is None or not connection.span.is_recording():
+    def grant_changed(
+        self, granted: Any, denied: Any, *, request: RequestTrace | None = None
+    ) -> None:
+        """MCPL's grant changed: an event on the span of the ``featureSets/update`` that
+        settled it (``request``), else on the current transport's span (which ends with
+        the handshake, before any grant is settled: then there is none to carry it)."""
+        span = request.span if request is not None else None
+        if span is None or not span.is_recording():
+            connection = self.connection
+            span = None if connection is None else connection.span
+        if span is None or not span.is_recording():
             return
-        connection.span.add_event(
+        span.add_event(
             "mcpl_host.mcpl.grant",
             {
                 "mcpl_host.mcpl.granted": [
@@ -219,6 +239,9 @@ def _error_attributes(error: BaseException) -> tuple[dict[str, str], str | None]
     if isinstance(error, RequestError) and error.code is not None:
         code = str(error.code)
         return {"error.type": code, "rpc.response.status_code": code}, error.error_message
+    if isinstance(error, InitializeError) and error.code is not None:  # initialize's own
+        code = str(error.code)
+        return {"error.type": code, "rpc.response.status_code": code}, error.server_message
     if isinstance(error, RequestTimeout):
         return {"error.type": "timeout"}, None
     if isinstance(error, McplHostError):
@@ -234,7 +257,9 @@ class RequestTrace:
 
     __slots__ = ("_ends", "_inst", "_moved", "_start", "_target", "carrier", "method", "span")
 
-    def __init__(self, inst: Instruments, method: str, params: Any) -> None:
+    def __init__(
+        self, inst: Instruments, method: str, params: Any, parent: Span | None = None
+    ) -> None:
         self._inst = inst
         self.method = method
         # Only what a sampler may want is given at the start; the rest is set when the
@@ -255,7 +280,12 @@ class RequestTrace:
             if not uri:  # a URI would make the span name high-cardinality
                 name = f"{method} {shown}"
                 self._target = (key, shown)
-        span = self.span = inst.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
+        span = self.span = inst.tracer.start_span(
+            name,
+            context=None if parent is None else trace.set_span_in_context(parent),
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+        )
         self._start = time.perf_counter()
         self._ends = False
         self._moved = False
@@ -401,9 +431,18 @@ class ServeTrace:
         self._token = otel_context.attach(trace.set_span_in_context(self.span))
         inst.meters.server_active.add(1, self._metric)
 
-    def end(self, code: int | None = None, message: str | None = None) -> None:
-        """Answered: with an error ``code`` (and its message) when it was refused or failed."""
+    def end(
+        self, code: int | None = None, message: str | None = None, *, error_type: str | None = None
+    ) -> None:
+        """Answered: with an error ``code`` (and its message) when it was refused or failed;
+        or never answered, for ``error_type`` (``cancelled``: the server cancelled it,
+        or its transport ended first)."""
         span, metric = self.span, self._metric
+        if code is None and error_type is not None:
+            metric = {**metric, "error.type": error_type}
+            if span.is_recording():
+                span.set_attribute("error.type", error_type)
+                span.set_status(Status(StatusCode.ERROR))
         if code is not None:
             metric = {**metric, "error.type": str(code), "rpc.response.status_code": str(code)}
             if span.is_recording():
