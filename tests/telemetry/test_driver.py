@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 import trio
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -23,6 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from mcpl_host import (
+    Closed,
     Connection,
     CreateMessageParams,
     Event,
@@ -31,11 +33,12 @@ from mcpl_host import (
     Reconnect,
     RequestError,
     ServerRequest,
+    SpawnError,
     StdioTarget,
 )
 from mcpl_host.telemetry import Telemetry
 
-from ..driver.peer import Peer, memory_connection
+from ..driver.peer import Peer, PeerSupply, memory_connection
 from ..mcpl.test_connection import PUSH, Hooks, accept, grant_settled, mcpl_handshake, request
 from ..transports.http_server import ScriptedHttpServer
 from ..transports.test_http_stateless import cut_once
@@ -303,6 +306,63 @@ async def test_the_connect_span_has_spawn_and_handshake_steps_and_the_handshake_
     assert session.count == 1
     assert session.attributes["mcp.protocol.version"] == "2025-11-25"
     assert SECRET not in rec.everything()
+
+
+async def test_a_failed_connect_ends_its_span_and_its_step_failed(tmp_path: Path) -> None:
+    rec = Recorded()
+    missing = StdioTarget.of([str(tmp_path / "no-such-program")])
+    with trio.fail_after(10), pytest.raises(SpawnError):
+        async with Connection(missing, telemetry=rec.telemetry):
+            pass  # pragma: no cover - never connected
+    (connect,) = rec.finished("mcpl_host.connect")
+    assert connect.status.status_code is StatusCode.ERROR
+    assert dict(connect.attributes or {})["error.type"] == "SpawnError"
+    (spawn,) = children(rec.all(), connect)  # no handshake was begun
+    assert spawn.name == "mcpl_host.spawn"
+    assert spawn.status.status_code is StatusCode.ERROR
+    assert rec.points("mcp.client.session.duration") == []  # never connected
+
+
+async def test_a_reconnect_that_gives_up_has_an_event_per_failed_attempt(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    rec = Recorded()
+    supply = PeerSupply()
+    events: list[Event] = []
+    policy = Reconnect(initial=1.0, maximum=2.0, jitter=0.0, max_attempts=2, stable=0)
+    conn = Connection(
+        supply.factory,
+        versions=["2025-11-25"],
+        reconnect=policy,
+        telemetry=rec.telemetry,
+        on_event=events.append,
+    )
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(supply.handshake_next)
+            async with conn:
+                first = await supply.handshaken(0)
+                supply.refuse = 100
+                await first.stream.aclose()
+                while not any(isinstance(e, Closed) for e in events):
+                    await trio.sleep(0.5)
+    (reconnect,) = rec.finished("mcpl_host.reconnect")
+    assert reconnect.status.status_code is StatusCode.ERROR
+    assert dict(reconnect.attributes or {})["error.type"] == "TransportError"
+    attempts = [dict(e.attributes or {}) for e in reconnect.events]
+    assert attempts == [
+        {"mcpl_host.attempt": n, "mcpl_host.outcome": "failure", "error.type": "TransportError"}
+        for n in (1, 2)
+    ]
+    assert rec.counted("mcpl_host.reconnects", "mcpl_host.outcome") == {"failure": 2}
+    first_connect, *failed = rec.finished("mcpl_host.connect")
+    assert [link.context.span_id for link in reconnect.links] == [first_connect.context.span_id]
+    assert len(failed) == 2
+    for span in failed:
+        assert span.parent is not None
+        assert span.parent.span_id == reconnect.context.span_id
+        assert span.status.status_code is StatusCode.ERROR
+        assert [s.name for s in children(rec.all(), span)] == ["mcpl_host.open"]
 
 
 # A stdio server that answers tools/call "wait" only in a process started after the
