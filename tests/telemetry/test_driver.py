@@ -228,6 +228,42 @@ async def test_refused_messages_are_counted_by_a_fixed_reason_and_get_no_span() 
     assert "evil" not in rec.everything()
 
 
+async def test_a_request_past_the_bound_is_busy_and_a_cancelled_one_ends_cancelled() -> None:
+    rec = Recorded()
+    started = trio.Event()
+
+    async def forever(_request: ServerRequest) -> Any:
+        started.set()
+        await trio.sleep_forever()
+
+    conn, peer = memory_connection(
+        versions=["2025-11-25"],
+        handlers={"x/slow": forever},
+        max_server_requests=1,
+        telemetry=rec.telemetry,
+    )
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(peer.handshake, "2025-11-25")
+            async with conn:
+                await peer.send(request("a", "x/slow", {}))
+                await started.wait()
+                await peer.send(request("b", "x/slow", {}))  # past max_server_requests
+                assert (await peer.recv())["error"]["code"] == -32603
+                await peer.send(
+                    b'{"jsonrpc":"2.0","method":"notifications/cancelled",'
+                    b'"params":{"requestId":"a"}}'
+                )
+                while not rec.finished("x/slow"):
+                    await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+    (cancelled,) = rec.finished("x/slow")  # the refused one has none
+    assert dict(cancelled.attributes or {})["jsonrpc.request.id"] == "a"
+    assert dict(cancelled.attributes or {})["error.type"] == "cancelled"
+    assert cancelled.status.status_code is StatusCode.ERROR
+    assert rec.counted("mcpl_host.refusals", "mcpl_host.reason") == {"busy": 1}
+
+
 # -- bytes ------------------------------------------------------------------------------
 
 
