@@ -195,6 +195,55 @@ async def test_a_served_request_is_a_server_span_under_the_context_the_server_se
     assert SECRET not in rec.everything()
 
 
+# A stdio server that, asked to call "ask", asks the host for its roots first, in the
+# trace of the call: the traceparent it read, with a span id of its own.
+ASKING_SERVER = r"""
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    method, request_id = message.get("method"), message.get("id")
+    if request_id is None:
+        continue
+    if method == "initialize":
+        result = {"protocolVersion": message["params"]["protocolVersion"],
+                  "capabilities": {"tools": {}}, "serverInfo": {"name": "asking"}}
+    elif method == "tools/call":
+        _, trace_id, _, flags = message["params"]["_meta"]["traceparent"].split("-")
+        meta = {"traceparent": f"00-{trace_id}-%s-{flags}" % sys.argv[1]}
+        print(json.dumps({"jsonrpc": "2.0", "id": "srv-1", "method": "roots/list",
+                          "params": {"_meta": meta}}), flush=True)
+        roots = json.loads(sys.stdin.readline())["result"]["roots"]
+        result = {"content": [{"type": "text", "text": roots[0]["uri"]}]}
+    else:
+        result = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}), flush=True)
+"""
+
+
+async def test_a_real_servers_request_in_the_trace_of_a_call_is_served_in_that_trace(
+    tmp_path: Path,
+) -> None:
+    rec = Recorded()
+    script = tmp_path / "server.py"
+    script.write_text(ASKING_SERVER)
+    server_span = f"{SERVER_SPAN:016x}"
+    target = StdioTarget.of([sys.executable, str(script), server_span])
+    with trio.fail_after(15):
+        async with Connection(
+            target, versions=["2025-11-25"], roots=["file:///work"], telemetry=rec.telemetry
+        ) as conn:
+            assert (await conn.call_tool("ask")).text == "file:///work"
+    (call,) = rec.finished("tools/call ask")
+    (served,) = rec.finished("roots/list")
+    assert served.kind is SpanKind.SERVER
+    assert served.parent is not None
+    # The same trace on both sides: the server continued the call's, the host followed.
+    assert served.context.trace_id == call.context.trace_id
+    assert served.parent.span_id == SERVER_SPAN
+    assert dict(served.attributes or {})["jsonrpc.request.id"] == "srv-1"
+    assert served.status.status_code is StatusCode.UNSET
+
+
 async def test_refused_messages_are_counted_by_a_fixed_reason_and_get_no_span() -> None:
     rec = Recorded()
     made_up = f"evil/{SECRET}"
