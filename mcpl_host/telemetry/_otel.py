@@ -127,6 +127,11 @@ class Instruments:
             "mcpl_host.server.name": redactor.log_value(server, _NAME_LIMIT),
         }
         self._by_method: dict[str, dict[str, str | int]] = {}
+        # Bytes are counted on every write and read: their attributes are made once.
+        self._io = {
+            direction: {**self.attributes, "network.io.direction": direction}
+            for direction in ("transmit", "receive")
+        }
         self.protocol_version: str | None = None
         self.connection: ConnectionSpan | None = None  # the current transport's span
 
@@ -202,7 +207,7 @@ class Instruments:
 
     def io(self, direction: str, size: int) -> None:
         """``size`` bytes written (``transmit``) or read (``receive``)."""
-        self.meters.io.add(size, {**self.attributes, "network.io.direction": direction})
+        self.meters.io.add(size, self._io[direction])
 
     def session_ended(self, seconds: float) -> None:
         attributes = dict(self.attributes)
