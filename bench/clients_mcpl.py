@@ -1,6 +1,10 @@
 """mcpl_host's faces as benchmark children, over stdio or Streamable HTTP.
 
-- ``mcpl_host``: ``Connection.call_tool`` on trio (typed results);
+- ``mcpl_host``: ``Connection.call_tool`` on trio (typed results), telemetry as it is
+  by default: on, with ``opentelemetry-api`` installed and no SDK configured (the no-op
+  tracer and meter take the calls);
+- ``mcpl_host-notel``: the same with ``telemetry=False`` (issue 24: the no-op tracer
+  must cost under 5% of a sequential call);
 - ``mcpl_host-asyncio``: the same through ``mcpl_host.aio`` under ``asyncio.run``;
 - ``mcpl_host-sync``: ``mcpl_host.sync.Connection`` from plain threads: the sequential
   calls in the main thread, 64 in flight as 64 threads sharing the calls (how a
@@ -74,7 +78,7 @@ async def _connect_and_measure(
     report.emit()
 
 
-def child_trio(setup: Setup) -> None:
+def child_trio(setup: Setup, **options: Any) -> None:
     started = time.perf_counter()
     import trio
 
@@ -86,10 +90,14 @@ def child_trio(setup: Setup) -> None:
         _connect_and_measure,
         report,
         setup,
-        lambda: Connection(target),
+        lambda: Connection(target, **options),
         _typed_echo,
         trio.open_nursery,
     )
+
+
+def child_trio_notel(setup: Setup) -> None:
+    child_trio(setup, telemetry=False)
 
 
 def child_manager(setup: Setup) -> None:

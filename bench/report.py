@@ -1,6 +1,6 @@
 """The tables ``bench/run.py`` prints: medians of the runs per client, ratios against the
-other clients, the spread of the noisy columns, and the targets of issue 20 checked as
-ratios of those medians."""
+other clients, the spread of the noisy columns, and the targets of issue 20 (and issue
+24's cost of the no-op tracer) checked as ratios of those medians."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ SPREAD: Final = ("sequential_per_s", "inflight_per_s", "cpu_s_per_1k")
 
 LABELS: Final = {
     "mcpl_host": "mcpl_host (trio)",
+    "mcpl_host-notel": "mcpl_host (trio), telemetry=False",
     "mcpl_host-asyncio": "mcpl_host.aio (asyncio)",
     "mcpl_host-sync": "mcpl_host.sync (threads)",
     "mcpl_host-manager": "ConnectionManager (trio)",
@@ -113,6 +114,10 @@ TARGETS: Final = (
     Target("stdio", "sync face sequential vs python-sdk", "mcpl_host-sync", "python-sdk", "sequential_per_s", ">=", 2.0),
     Target("stdio", "manager CPU/seq call vs trio Connection's", "mcpl_host-manager", "mcpl_host", "cpu_s_per_1k", "<=", 1.10),
     Target("stdio", "trio RSS after the small calls", "mcpl_host", None, "small_rss_mib", "<=", 30.0),
+    # Issue 24: with opentelemetry-api installed and no SDK, telemetry on by default costs
+    # under 5% of a sequential call. Time: telemetry=False's calls/s over the default's.
+    Target("stdio", "no-op tracer: time of a seq call, telemetry on (no SDK) / off", "mcpl_host-notel", "mcpl_host", "sequential_per_s", "<=", 1.05),
+    Target("stdio", "no-op tracer: CPU of a seq call, telemetry on (no SDK) / off", "mcpl_host", "mcpl_host-notel", "cpu_s_per_1k", "<=", 1.05),
     Target("http", "trio sequential vs typescript-sdk", "mcpl_host", "typescript-sdk", "sequential_per_s", ">=", 1.0),
     Target("http", "trio 64 in flight vs typescript-sdk", "mcpl_host", "typescript-sdk", "inflight_per_s", ">=", 1.0),
 )  # fmt: skip

@@ -19,7 +19,11 @@ Clients (``--clients``; the module that runs each):
 
 - ``mcpl_host``, ``mcpl_host-asyncio``, ``mcpl_host-sync``, ``mcpl_host-manager``:
   mcpl_host's trio ``Connection``, its asyncio face, its sync face under threads, and
-  the trio ``ConnectionManager``'s ``call_tool`` (``clients_mcpl.py``);
+  the trio ``ConnectionManager``'s ``call_tool`` (``clients_mcpl.py``), telemetry on
+  as by default (``opentelemetry-api`` installed, no SDK configured);
+- ``mcpl_host-notel``: the trio ``Connection`` with ``telemetry=False``: the time and
+  CPU of a sequential call against ``mcpl_host``'s are the no-op tracer's cost (issue
+  24's target; ``bench/telemetry_overhead.py`` measures it in one process, finer);
 - ``python-sdk``: ``mcp`` 2.3.0's ``ClientSession`` (``clients_sdk.py``);
 - ``typescript-sdk``: ``@modelcontextprotocol/sdk``'s ``Client`` on node
   (``node/client.mjs``, pinned by ``node/package-lock.json``);
@@ -54,6 +58,7 @@ from measure import BENCH, HTTP_SERVER, SERVER, Setup
 TS_CLIENT: Final = BENCH / "node" / "client.mjs"
 CLIENTS: Final = (
     "mcpl_host",
+    "mcpl_host-notel",
     "mcpl_host-asyncio",
     "mcpl_host-sync",
     "mcpl_host-manager",
@@ -75,6 +80,7 @@ def _children() -> dict[str, Callable[[Setup], None]]:
 
     return {
         "mcpl_host": clients_mcpl.child_trio,
+        "mcpl_host-notel": clients_mcpl.child_trio_notel,
         "mcpl_host-asyncio": clients_mcpl.child_asyncio,
         "mcpl_host-sync": clients_mcpl.child_sync,
         "mcpl_host-manager": clients_mcpl.child_manager,
@@ -224,7 +230,7 @@ def main() -> int:
             f"({int(extra['idle'])} open over a Unix socket); reconnect after kill -9: "
             f"{extra['reconnect_s'] * 1000:.1f} ms (median of {int(extra['kills'])})"
         )
-    print("\ntargets (ratios of the medians above):\n")
+    print("\ntargets (ratios of the medians above; issue 20's, and issue 24's no-op tracer):\n")
     print("\n".join(report.targets(results)))
     return 0
 

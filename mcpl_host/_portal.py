@@ -26,6 +26,7 @@ import trio
 from .auth import Grant, MemoryTokenStore, OAuth, TokenStore
 from .mcpl.host import Mcpl, McplContext
 from .protocol.errors import ConnectionClosed
+from .telemetry import attach_context, capture_context, detach_context
 from .transports.http_target import HttpTarget
 
 __all__ = ["Call", "Facade", "Face", "Portal", "adapt_hooks"]
@@ -40,13 +41,18 @@ class Call:
     Made before it is started so that a face whose thread can be interrupted anywhere
     (a Ctrl-C lands between any two bytecodes) always holds something to cancel: an
     interrupt just after trio queued the call must still cancel it there.
+
+    Made in the caller's thread or task, it also takes the caller's OpenTelemetry
+    context along: the trio task that runs the call does not see the caller's context
+    variables, and a request made there must still be a child of the caller's span.
     """
 
-    __slots__ = ("_cancelled", "_on_done", "_portal", "_scope", "_started")
+    __slots__ = ("_cancelled", "_context", "_on_done", "_portal", "_scope", "_started")
 
     def __init__(self, portal: Portal, on_done: Callable[[outcome.Outcome[Any]], None]) -> None:
         self._portal = portal
         self._on_done = on_done
+        self._context = capture_context()  # None (a dict lookup) without OpenTelemetry
         self._scope: trio.CancelScope | None = None
         self._cancelled = False
         self._started = False  # in trio's hands: it calls on_done
@@ -152,7 +158,14 @@ class Portal:
             call._scope = scope
             if call._cancelled:
                 scope.cancel()
-            result = await outcome.acapture(fn)
+            if call._context is None:
+                result = await outcome.acapture(fn)
+            else:
+                token = attach_context(call._context)
+                try:
+                    result = await outcome.acapture(fn)
+                finally:
+                    detach_context(token)
         if (
             isinstance(result, outcome.Error)
             and isinstance(result.error, trio.Cancelled)

@@ -150,6 +150,8 @@ class Outbound:
         if self.telemetry is not None:
             trace = self.telemetry.request(method, params)
             params = with_trace(params, trace.carrier)
+            if trace.quiet:  # records nothing (no SDK): carried, and no more cost
+                trace = None
         pending = Pending(seq, method, params, trio.current_time() + timeout, rebind)
         pending.on_settle = on_settle
         pending.pinned = pinned

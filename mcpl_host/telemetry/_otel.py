@@ -6,9 +6,11 @@ SERVER span per request it serves, ``mcp.client.operation.duration`` and
 ``mcp.server.operation.duration``. What the conventions do not cover (connection spans,
 in-flight requests, reconnects, refusals, bytes) is named under ``mcpl_host.``.
 
-Cost: a request the global no-op tracer takes costs a span object, a small attribute
-dict and two no-op metric calls; attributes only a recording span keeps are set only
-when it records.
+Cost: when nothing would record (no SDK: the tracer and meter providers are the API's
+proxies or no-ops) a request costs two provider look-ups and a look at the current span,
+and nothing else (:class:`_QuietTrace`): no attributes, no metric calls. With an SDK,
+attributes only a recording span keeps are set only when it records.
+bench/telemetry_overhead.py measures both.
 """
 
 from __future__ import annotations
@@ -16,12 +18,24 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import msgspec
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, propagate, trace
-from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+from opentelemetry.metrics import NoOpMeterProvider
+from opentelemetry.metrics import _internal as _metrics_api
+from opentelemetry.trace import (
+    INVALID_SPAN,
+    Link,
+    NoOpTracer,
+    NoOpTracerProvider,
+    ProxyTracerProvider,
+    Span,
+    SpanKind,
+    Status,
+    StatusCode,
+)
 
 from ..protocol.errors import InitializeError, McplHostError, RequestError, RequestTimeout
 from ..protocol.redact import Redactor
@@ -101,6 +115,21 @@ class _Meters:
         )
 
 
+# What the API's own no-op tracer gives: no span of its own, the current one continued.
+_NOOP_TRACER: Final = NoOpTracer()
+_NOOP_PROVIDERS: Final = (ProxyTracerProvider, NoOpTracerProvider, NoOpMeterProvider)
+_UNKNOWN: Final = object()  # a global this API version does not have: assume it records
+# The global providers are read from the API's private globals (None until one is set,
+# as its proxies see them): the public getters look up the environment, which costs
+# more per request than all the rest of a quiet request.
+_TRACER_GLOBAL: Final = "_TRACER_PROVIDER"
+_METER_GLOBAL: Final = "_METER_PROVIDER"
+
+
+def _records(provider: Any) -> bool:
+    return not isinstance(provider, _NOOP_PROVIDERS)
+
+
 class Instruments:
     """One connection's tracer, meters and attributes (made by
     :func:`mcpl_host.telemetry.instruments_for`)."""
@@ -134,13 +163,42 @@ class Instruments:
         }
         self.protocol_version: str | None = None
         self.connection: ConnectionSpan | None = None  # the current transport's span
+        # Whether the providers given record; None: the global ones, looked at per request
+        # (an SDK may be set up after the connection was made).
+        self._tracing: bool | None = (
+            None if config.tracer_provider is None else _records(config.tracer_provider)
+        )
+        self._metering: bool | None = (
+            None if config.meter_provider is None else _records(config.meter_provider)
+        )
+
+    def quiet(self) -> bool:
+        """Whether nothing would be recorded now: no SDK behind the tracer nor the meter."""
+        tracing = self._tracing
+        if tracing is None:
+            provider = getattr(trace, _TRACER_GLOBAL, _UNKNOWN)
+            tracing = provider is not None and not isinstance(provider, _NOOP_PROVIDERS)
+        if tracing:
+            return False
+        metering = self._metering
+        if metering is None:
+            provider = getattr(_metrics_api, _METER_GLOBAL, _UNKNOWN)
+            metering = provider is not None and not isinstance(provider, _NOOP_PROVIDERS)
+        return not metering
 
     # -- requests the host sends ----------------------------------------------------------
 
     def request(self, method: str, params: Any, *, parent: Span | None = None) -> RequestTrace:
         """Start the CLIENT span of a request the caller is about to send: a child of
         ``parent`` (a connection step's span: the handshake's own requests), else of
-        the caller's current span."""
+        the caller's current span. When nothing records (:meth:`quiet`), a
+        :class:`_QuietTrace`: only the caller's context, to carry (``.quiet`` is true:
+        the driver may drop it once it has injected ``.carrier``)."""
+        if self.quiet():
+            upstream = trace.get_current_span() if parent is None else parent
+            if not upstream.get_span_context().is_valid:  # no context: nothing to carry
+                return _NO_CONTEXT
+            return _QuietTrace(self, method, upstream)
         return RequestTrace(self, method, params, parent)
 
     # -- requests the host serves ---------------------------------------------------------
@@ -261,6 +319,8 @@ class RequestTrace:
     (across rebinding and re-issues: one span, whatever ids it had on the wire)."""
 
     __slots__ = ("_ends", "_inst", "_moved", "_start", "_target", "carrier", "method", "span")
+    #: True for a trace that records nothing (no SDK): only its ``carrier`` matters.
+    quiet: ClassVar[bool] = False
 
     def __init__(
         self, inst: Instruments, method: str, params: Any, parent: Span | None = None
@@ -385,6 +445,44 @@ class RequestTrace:
         span.end()
         inst.meters.client_duration.record(elapsed, metric)
         inst.meters.client_active.add(-1, inst.method_attributes(self.method))
+
+
+class _QuietTrace(RequestTrace):
+    """A request's trace when nothing records (no SDK): the no-op tracer's span, which
+    continues the caller's context (an upstream traceparent is still carried to the
+    server), and nothing else: no attributes, no events, no metrics."""
+
+    __slots__ = ()
+    quiet = True
+
+    def __init__(
+        self, inst: Instruments | None, method: str, upstream: Span = INVALID_SPAN
+    ) -> None:
+        self._inst = inst  # type: ignore[assignment]
+        self.method = method
+        self.carrier = {}
+        if inst is None:  # the shared trace of requests with no context at all
+            self.span = INVALID_SPAN
+            return
+        self.span = _NOOP_TRACER.start_span(method, context=trace.set_span_in_context(upstream))
+        if self.span.get_span_context().is_valid:
+            propagate.inject(self.carrier, context=trace.set_span_in_context(self.span))
+
+    def sent(self, request_id: int) -> None:  # noqa: ARG002 - the interface
+        return None
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:  # noqa: ARG002 - the interface
+        return None
+
+    def moved(self, old_id: int, *, reissued: bool) -> None:  # noqa: ARG002 - the interface
+        return None
+
+    def end(self, error: BaseException | None = None, result: Any = None) -> None:  # noqa: ARG002 - the interface
+        return None
+
+
+# Never written to: with_trace copies a carrier it uses, and an empty one it ignores.
+_NO_CONTEXT: Final = _QuietTrace(None, "")
 
 
 def _tool_error(result: Any) -> bool:
