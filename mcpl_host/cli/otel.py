@@ -68,10 +68,11 @@ _TIMEOUT_VARIABLES: Final = (
     "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
     "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
 )
-# The loggers whose records are the export's: taken off the terminal while it runs.
-_QUIETED: Final = ("opentelemetry", "urllib3", "requests")
-# The records that say the export failed (the API's own loggers say other things).
+# The records that are the export's (the SDK's processors and readers, the exporters):
+# taken off the terminal while it runs, as are those of the HTTP library under them.
+# The API's own (a context detached twice) are the library's bugs: they stay shown.
 _EXPORT_LOGGERS: Final = ("opentelemetry.exporter", "opentelemetry.sdk")
+_QUIETED: Final = (*_EXPORT_LOGGERS, "urllib3", "requests")
 
 
 class Unavailable(Exception):

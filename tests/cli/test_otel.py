@@ -60,7 +60,8 @@ def points(found: list[Point], metric: str) -> list[Point]:
 
 class Flagged:
     """One run of ``mcpl-host --otel URL call ... --demo`` with a secret in the server's
-    env and one in the exporter's headers, and what the receiver got from it."""
+    env and one in the exporter's headers (which the tool call echoes), and what the
+    receiver got from it."""
 
     def __init__(self, done: subprocess.CompletedProcess[str], got: Receiver, took: float) -> None:
         self.done = done
@@ -81,7 +82,11 @@ def flagged() -> Iterator[Flagged]:
             "--json",
             "--env",
             f"DEMO_TOKEN={SECRET_ENV}",
-            *ECHO,
+            # The server echoes the exporter's secret back: the report masks it.
+            *ECHO[:2],
+            "--args",
+            json.dumps({"text": f"traced {SECRET_HEADER}"}),
+            "--demo",
             env={"OTEL_EXPORTER_OTLP_HEADERS": f"x-api-key={SECRET_HEADER}"},
         )
         took = time.monotonic() - started
@@ -91,7 +96,7 @@ def flagged() -> Iterator[Flagged]:
 
 def test_the_flag_exports_the_calls_client_span_and_its_metric(flagged: Flagged) -> None:
     assert flagged.done.returncode == 0, flagged.done.stderr
-    assert json.loads(flagged.done.stdout)["result"]["content"][0]["text"] == "traced"
+    assert json.loads(flagged.done.stdout)["result"]["content"][0]["text"] == "traced ***"
     assert flagged.done.stderr == ""
     span = one(flagged.spans, "tools/call echo")
     assert span.kind == "CLIENT"
@@ -420,3 +425,23 @@ def test_the_help_names_the_flag() -> None:
         assert "--otel [URL]" in text
         assert "mcpl-host[otel-export]" in "".join(text.split())
     assert "--otel" not in subcommands["check"].format_help()
+
+
+def test_the_shell_exports_each_call_of_the_session() -> None:
+    from .shellterm import Terminal  # noqa: PLC0415 - pexpect, for this test only
+
+    with receiver() as got:
+        terminal = Terminal("--otel", got.url, "--demo", env={"OTEL_SERVICE_NAME": "shell-run"})
+        try:
+            terminal.expect(r"\[demo\] 8 tools")
+            terminal.line("call demo__add a=2 b=40")
+            terminal.expect(r'\{"sum": ?42\}')
+            assert terminal.leave() == 0
+        finally:
+            terminal.close()
+        got.wait_for("/v1/traces")
+        spans = got.spans()
+    add = one(spans, "tools/call add")
+    assert add.kind == "CLIENT"
+    assert add.resource["service.name"] == "shell-run"
+    assert "warning" not in terminal.seen()
