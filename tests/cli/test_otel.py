@@ -236,7 +236,8 @@ def test_a_collector_that_never_answers_is_given_up_within_the_budget(flagged: F
         f"mcpl-host: warning: OpenTelemetry export to {url} did not finish within "
         f"{otel.CLOSE_BUDGET:g} s; spans or metrics were lost"
     ]
-    assert took - baseline < otel.CLOSE_BUDGET + 1.5, (took, baseline)
+    # Far short of the 30 s the export would wait: a loaded machine gets its margin.
+    assert took - baseline < otel.CLOSE_BUDGET + 3.0, (took, baseline)
 
 
 # A server that answers the handshake, then marks the file named by its argument once a
