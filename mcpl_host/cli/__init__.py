@@ -15,7 +15,8 @@ kinds, exit status), :mod:`.output` (``--json``), :mod:`.render` (the readable r
 :mod:`.signature` (a tool's signature in it), :mod:`.trace` (``--trace``), :mod:`.logs`,
 :mod:`.callargs` (``--args``, ``--arg``), :mod:`.outputcheck` (``outputSchema``),
 :mod:`.save` (``--output``), :mod:`.completion`, :mod:`.signals` (SIGINT, SIGTERM, SIGHUP),
-:mod:`.checkopts`, :mod:`.checkrun` and :mod:`.checkrender` (``check``).
+:mod:`.checkopts`, :mod:`.checkrun` and :mod:`.checkrender` (``check``), :mod:`.otel`
+(``--otel``: spans and metrics exported over OTLP).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from ..protocol.errors import ConfigurationError
 from ..protocol.profiles import validate_allowlist
 from ..protocol.redact import Redactor
 from ..transports.targets import HttpTarget
-from . import auth, logs, shell
+from . import auth, logs, otel, shell
 from .args import (
     AuthOptions,
     Call,
@@ -89,7 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``SystemExit`` for ``--help``.
     """
     args = list(sys.argv[1:] if argv is None else argv)
-    mask = logs.LogMask(Redactor(secret_values(args)))
+    # The OTLP exporter's headers (an API key) too: the exporter reads them itself.
+    mask = logs.LogMask(Redactor([*secret_values(args), *otel.env_secrets(os.environ)]))
     logs.configure(0, mask)  # before anything can log (unconfigured structlog uses stdout)
     interrupts = Interrupts()
     with interrupts.installed():
@@ -137,6 +139,26 @@ def _main(args: list[str], mask: logs.LogMask, interrupts: Interrupts) -> int:
     store = user_store()
     if options.check is not None:
         return run_check(options, mask, interrupts, store)
+    try:
+        export = otel.start(options.otel, options.otel_endpoint, os.environ)
+    except otel.Unavailable as exc:
+        sys.stderr.write(f"mcpl-host: error: {exc.message}\n")
+        if options.json:
+            report = {"ok": False, "target": None, "error": error_object(CONFIG_ERROR, exc.message)}
+            _emit(report, mask.redactor, json=True, interrupts=interrupts)
+        return EXIT_USAGE
+    try:
+        return _connecting(options, mask, interrupts, store)
+    finally:
+        # Whatever ended the command (an error, a signal): the spans made so far go.
+        if export is not None:
+            export.close()
+
+
+def _connecting(
+    options: Options, mask: logs.LogMask, interrupts: Interrupts, store: TokenStore
+) -> int:
+    """connect, call and shell: what runs while the spans of ``--otel`` are exported."""
     if options.shell is not None:
 
         def relog(stream: TextIO | None) -> None:
@@ -149,8 +171,8 @@ def _main(args: list[str], mask: logs.LogMask, interrupts: Interrupts) -> int:
             validate_allowlist(options.versions)
         plan = resolve(options, store, terminal_inputs)
     except ConfigurationError as exc:
-        report = {"ok": False, "target": None, "error": describe_failure(exc, mask.redactor)}
-        return _emit(report, mask.redactor, json=options.json, interrupts=interrupts)
+        failed = {"ok": False, "target": None, "error": describe_failure(exc, mask.redactor)}
+        return _emit(failed, mask.redactor, json=options.json, interrupts=interrupts)
     mask.redactor = Redactor([*mask.redactor.secrets, *plan.redactor.secrets])
     if not options.json:
         _warn(plan.warnings, mask.redactor)

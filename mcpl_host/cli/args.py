@@ -22,10 +22,12 @@ from .parser import (
     AUTH_TARGETS,
     DEFAULT_TIMEOUT,
     LOGIN_TIMEOUT,
+    OTEL_COMMANDS,
     TARGET_KINDS,
     UsageError,
     bearer_token,
     build,
+    otel_takes,
 )
 
 __all__ = [
@@ -97,6 +99,9 @@ class Options:
     call: Call | None = None
     shell: ShellFlags | None = None
     check: CheckFlags | None = None
+    # --otel (docs/cli.md, "OpenTelemetry"): given, and the collector's URL if it names one.
+    otel: bool = False
+    otel_endpoint: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,8 +160,10 @@ def parse(
     if _STDIO_MARK in args:
         cut = args.index(_STDIO_MARK)
         args, stdio = args[:cut], tuple(args[cut + 1 :])
+    words, otel_took_a_word = _otel_words(args)
     parser, commands = build()
-    ns, unknown = parser.parse_known_args(args)
+    ns, unknown = parser.parse_known_args(words)
+    otel = _otel(parser, commands, ns, unknown)
     if ns.command == "completion":
         if unknown or stdio is not None:
             commands["completion"].error("completion takes only the shell's name")
@@ -187,6 +194,11 @@ def parse(
     listing = ns.command == "check" and ns.list_rules
     if len(given) != 1 and not (listing and not given):
         problem = "no target given" if not given else f"give one target, not {' and '.join(given)}"
+        if not given and otel_took_a_word:
+            problem += (
+                " (the URL after --otel was taken for the collector's: give the collector "
+                "as --otel=URL, and the TARGET after the options)"
+            )
         sub.error(f"{problem}; the server is one of: {TARGET_KINDS}")
     if stdio is not None and not stdio:
         sub.error("-- must be followed by the server's command")
@@ -221,7 +233,46 @@ def parse(
         call=call,
         shell=shell,
         check=check,
+        otel=otel is not None,
+        otel_endpoint=otel or None,
     )
+
+
+def _otel(
+    parser: argparse.ArgumentParser,
+    commands: Mapping[str, argparse.ArgumentParser],
+    ns: argparse.Namespace,
+    unknown: list[str],
+) -> str | None:
+    """``--otel``'s value ("" without a URL; None: not given), given before the command
+    or with it; a usage error with a command that has no connection's spans."""
+    otel: str | None = getattr(ns, "otel", None)
+    if otel is None:
+        otel = ns.otel_global
+    stray = any(word.partition("=")[0] == "--otel" for word in unknown)
+    if (otel is not None or stray) and ns.command not in OTEL_COMMANDS:
+        where = commands.get(ns.command, parser)
+        if ns.command in ("auth", "config"):
+            where = commands.get(f"{ns.command} {ns.action}", where)
+        where.error(
+            f"--otel goes with {', '.join(OTEL_COMMANDS[:-1])} and {OTEL_COMMANDS[-1]}: "
+            "the commands whose requests have spans to export"
+        )
+    return otel
+
+
+def _otel_words(args: list[str]) -> tuple[list[str], bool]:
+    """``args`` with each ``--otel`` not followed by its URL made ``--otel=`` (given, no
+    URL): argparse would otherwise take the next word, the command or the TARGET, for
+    its optional value. Also whether a ``--otel`` took the word after it."""
+    words: list[str] = []
+    took = False
+    for index, word in enumerate(args):
+        bare = word == "--otel"
+        takes = bare and index + 1 < len(args) and otel_takes(args[index + 1])
+        took = took or takes
+        words.append("--otel=" if bare and not takes else word)
+    return words, took
 
 
 def _auth_options(
@@ -348,6 +399,8 @@ def _first_positional(sub: argparse.ArgumentParser, args: Sequence[str]) -> int 
         name, eq, _ = word.partition("=")
         action = actions.get(name)
         takes_value = action is not None and action.nargs != 0 and not eq
+        if takes_value and action is not None and action.nargs == "?":  # --otel [URL]
+            takes_value = index + 1 < len(args) and otel_takes(args[index + 1])
         index += 2 if takes_value else 1
     return None
 

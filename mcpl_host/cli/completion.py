@@ -81,7 +81,9 @@ def _walk(node: argparse.ArgumentParser, path: str, table: dict[str, Command]) -
 
 
 def _option(action: argparse.Action, strings: tuple[str, ...]) -> Option:
-    takes_value = action.nargs != 0
+    # An optional value (--otel [URL]) is completed as a flag: the word after it is as
+    # often the command or the TARGET.
+    takes_value = action.nargs not in (0, "?")
     choices = tuple(c for c in map(str, action.choices or ()) if _NAME.fullmatch(c))
     metavar = str(action.metavar or action.dest or "").upper()
     files = takes_value and not choices and any(word in metavar for word in _FILE_WORDS)

@@ -19,11 +19,13 @@ __all__ = [
     "CHECK_TIMEOUT",
     "DEFAULT_TIMEOUT",
     "LOGIN_TIMEOUT",
+    "OTEL_COMMANDS",
     "SHELLS",
     "TARGET_KINDS",
     "UsageError",
     "bearer_token",
     "build",
+    "otel_takes",
     "parser",
 ]
 
@@ -36,6 +38,13 @@ LOGIN_TIMEOUT: Final = 300.0
 # RFC 9110 token characters: what a header name may be made of.
 _HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 SHELLS: Final = ("bash", "zsh", "fish")
+# The commands whose requests go through a Connection, and so have spans to export
+# (check probes with raw transports).
+OTEL_COMMANDS: Final = ("connect", "call", "shell")
+_OTEL_HELP: Final = (
+    "export spans and metrics over OTLP/HTTP to URL (default: $OTEL_EXPORTER_OTLP_ENDPOINT, "
+    "else http://localhost:4318); needs pip install 'mcpl-host[otel-export]' (docs/cli.md)"
+)
 _EXIT_STATUS: Final = (
     "Exit status: 0 success, 1 the server failed the request or broke the protocol, "
     "2 bad usage or configuration, 3 the tool answered isError: true, 4 authorization "
@@ -125,6 +134,34 @@ def _port(text: str) -> int:
     return int(text)
 
 
+def otel_takes(word: str) -> bool:
+    """Whether the word after ``--otel`` is its value: only an http(s):// URL is (the
+    value is optional, and the word after it is as often the command or the TARGET)."""
+    scheme, sep, rest = word.partition("://")
+    return bool(sep and rest) and scheme.lower() in ("http", "https")
+
+
+def _otel_endpoint(text: str) -> str:
+    # "" is --otel without a URL. The URL is not repeated: it may hold a credential.
+    if text and not otel_takes(text):
+        raise argparse.ArgumentTypeError(
+            "the collector's URL is http(s)://HOST[:PORT] (OTLP over HTTP; it is not shown)"
+        )
+    return text
+
+
+def _add_otel(parser: argparse._ActionsContainer, dest: str) -> None:
+    parser.add_argument(
+        "--otel",
+        dest=dest,
+        nargs="?",
+        const="",
+        type=_otel_endpoint,
+        metavar="URL",
+        help=_OTEL_HELP,
+    )
+
+
 def _versions(text: str) -> tuple[str, ...]:
     versions = tuple(v.strip() for v in text.split(",") if v.strip())
     if not versions:
@@ -168,6 +205,9 @@ def _add_common(
         if checking
         else "log more on stderr (-v: info, -vv: debug)",
     )
+    if not checking:  # check's probes are not a connection's requests: nothing to export
+        # Its own dest: a subcommand's default would overwrite the global --otel's value.
+        _add_otel(out, "otel")
     conn = parser.add_argument_group("connection")
     conn.add_argument(
         "--versions",
@@ -268,6 +308,7 @@ def build() -> tuple[_Parser, dict[str, argparse.ArgumentParser]]:
         epilog=_EXIT_STATUS,
     )
     parser.add_argument("--version", action="version", version=f"mcpl-host {__version__}")
+    _add_otel(parser, "otel_global")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     connect = commands.add_parser(
         "connect",
