@@ -1,5 +1,5 @@
-"""``mcpl-host --otel`` and the OTEL_* variables (docs/cli.md, "OpenTelemetry"; the
-section docs/observability-cli.md, merged into observability.md): the real command, as
+"""``mcpl-host --otel`` and the OTEL_* variables (docs/cli.md, "OpenTelemetry";
+docs/observability.md, "The command line"): the real command, as
 a subprocess, exporting to a real OTLP/HTTP receiver on 127.0.0.1 whose protobuf bodies
 are decoded with the collector's own message types.
 
@@ -31,7 +31,7 @@ from .otlp import Point, Receiver, Span, receiver, silent_collector
 ROOT = Path(__file__).resolve().parents[2]
 # The section is a page of its own until it is merged into docs/observability.md: the
 # examples are read from whichever holds them.
-PAGES = ("observability.md", "observability-cli.md")
+PAGES = ("observability.md",)
 SECRET_ENV = "env-s3cret-value-0451"
 SECRET_HEADER = "hdr-s3cret-api-key-7788"
 ECHO = ("--tool", "echo", "--args", '{"text": "traced"}', "--demo")
@@ -133,10 +133,6 @@ def test_no_secret_is_printed_or_exported(flagged: Flagged) -> None:
     assert all("process.command_args" not in span.resource for span in flagged.spans)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the connection spans are wired on branch h-seams: remove this mark once merged",
-)
 def test_the_connect_span_is_exported_with_its_steps(flagged: Flagged) -> None:
     connect = one(flagged.spans, "mcpl_host.connect")
     assert connect.kind == "INTERNAL"
