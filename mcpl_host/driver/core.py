@@ -341,6 +341,8 @@ class Driver(OwnsNursery):
         a reconnect policy applies once a connection has been established.
         """
         failure: McplHostError | None = None
+        if self.telemetry is not None:
+            self.telemetry.leave_ambient()
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             nursery.start_soon(self._outbound.timeouts.run)

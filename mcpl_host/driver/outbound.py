@@ -158,11 +158,12 @@ class Outbound:
         pending.trace = trace
         try:
             line = self._encode(seq, method, params)
-        except msgspec.EncodeError as exc:
-            error = TypeError(f"params for {method!r} cannot be encoded as JSON: {exc}")
+        except (msgspec.EncodeError, TypeError) as exc:  # msgspec: TypeError for a type it lacks
             if trace is not None:
-                trace.end(error)
-            raise error from None
+                trace.end(exc)
+            if isinstance(exc, msgspec.EncodeError):
+                raise TypeError(f"params for {method!r} cannot be encoded as JSON: {exc}") from None
+            raise
         if on_progress is not None:
             pending.on_progress = on_progress
             self.progress[seq] = pending

@@ -98,7 +98,7 @@ def with_meta(params: Any, meta: Mapping[str, Any]) -> Any:
     if isinstance(params, msgspec.Raw):
         try:
             params = msgspec.json.decode(params)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # past the decoder's depth: as written
             return params
     if not isinstance(params, dict):
         return params

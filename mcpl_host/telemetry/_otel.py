@@ -49,8 +49,10 @@ _DURATION_BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60
 # Peer and caller text in attributes: names, URIs, messages, cut to these many chars.
 _NAME_LIMIT: Final = 128
 _TEXT_LIMIT: Final = 512
-# Methods whose metric attributes a connection keeps made (the caller names methods).
+# Distinct method names a connection's metrics name (the caller and the server name
+# methods); any more are _OTHER, the conventions' name for a value out of the known set.
 _METHODS_KEPT: Final = 64
+_OTHER: Final = "_OTHER"
 
 # The methods whose params name a target (the span name's second part, low cardinality).
 _NAMED: Final = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}
@@ -62,6 +64,18 @@ class _IsError(msgspec.Struct):
 
 
 _IS_ERROR: Final = msgspec.json.Decoder(_IsError)
+_GLOBAL_METERS: list[_Meters] = []  # the one set on the global provider (see _meters)
+
+
+def _meters(provider: Any) -> _Meters:
+    """The instruments of ``provider``. An SDK's provider gives back the meter and the
+    instruments it made already under the same names; the API's global proxy keeps
+    every meter it is asked for, for good: its instruments are made once."""
+    if provider is not None:
+        return _Meters(provider)
+    if not _GLOBAL_METERS:
+        _GLOBAL_METERS.append(_Meters(None))
+    return _GLOBAL_METERS[0]
 
 
 class _Meters:
@@ -143,9 +157,7 @@ class Instruments:
         redactor: Redactor,
     ) -> None:
         self.tracer = trace.get_tracer(_SCOPE, tracer_provider=config.tracer_provider)
-        # Made per connection: a meter provider gives back the instrument it made
-        # already under the same name.
-        self.meters = _Meters(config.meter_provider)
+        self.meters = _meters(config.meter_provider)
         self.redactor = redactor
         self.record_content: bool = config.record_content
         self.content_limit: int = config.content_limit
@@ -156,6 +168,7 @@ class Instruments:
             "mcpl_host.server.name": redactor.log_value(server, _NAME_LIMIT),
         }
         self._by_method: dict[str, dict[str, str | int]] = {}
+        self._other: dict[str, str | int] = {"mcp.method.name": _OTHER, **self.attributes}
         # Bytes are counted on every write and read: their attributes are made once.
         self._io = {
             direction: {**self.attributes, "network.io.direction": direction}
@@ -163,6 +176,7 @@ class Instruments:
         }
         self.protocol_version: str | None = None
         self.connection: ConnectionSpan | None = None  # the current transport's span
+        self._opened_in: otel_context.Context | None = None
         # Whether the providers given record; None: the global ones, looked at per request
         # (an SDK may be set up after the connection was made).
         self._tracing: bool | None = (
@@ -220,8 +234,9 @@ class Instruments:
         """An INTERNAL span of the connection's life: ``connect`` (one transport, from
         opening it to the end of the handshake), ``reconnect`` (from a loss to the next
         transport), with the steps in between as children (:meth:`step`). A child of
-        ``parent`` (a reconnect's connect spans), else of the current span."""
-        context = None if parent is None else trace.set_span_in_context(parent.span)
+        ``parent`` (a reconnect's connect spans), else of the context the connection
+        was opened in (:meth:`leave_ambient`)."""
+        context = self._opened_in if parent is None else trace.set_span_in_context(parent.span)
         span = self.tracer.start_span(
             f"mcpl_host.{name}",
             context=context,
@@ -230,6 +245,14 @@ class Instruments:
             links=links,
         )
         return ConnectionSpan(self, span)
+
+    def leave_ambient(self) -> None:
+        """Called first in the connection's own run task: keep the context it was opened
+        in (the first connect span's parent) and make an empty one current there, so that
+        what the connection does later on its own (reconnects, restores, listens, the
+        reader's links) is not the child of whatever span was current at opening."""
+        self._opened_in = otel_context.get_current()
+        otel_context.attach(otel_context.Context())  # dies with the task: no detach
 
     def grant_changed(
         self, granted: Any, denied: Any, *, request: RequestTrace | None = None
@@ -274,14 +297,22 @@ class Instruments:
         self.meters.session_duration.record(seconds, attributes)
 
     def method_attributes(self, method: str) -> dict[str, str | int]:
-        """The connection's attributes with ``mcp.method.name``, made once per method
-        (a few are used over and over; any more are made each time)."""
+        """The connection's attributes with ``mcp.method.name`` (the name made safe),
+        made once per method. Method names are the caller's or the server's text: past
+        :data:`_METHODS_KEPT` distinct ones, a metric names them all ``_OTHER``, so
+        that no one can make a series per request."""
         attributes = self._by_method.get(method)
         if attributes is None:
-            attributes = {"mcp.method.name": method, **self.attributes}
-            if len(self._by_method) < _METHODS_KEPT:
-                self._by_method[method] = attributes
+            if len(self._by_method) >= _METHODS_KEPT:
+                return self._other
+            shown = self.text(method, _NAME_LIMIT)
+            attributes = self._by_method[method] = {"mcp.method.name": shown, **self.attributes}
         return attributes
+
+    def method_name(self, method: str) -> str:
+        """``method`` made safe for a span's name and attributes."""
+        shown = self.method_attributes(method)["mcp.method.name"]
+        return shown if shown != _OTHER else self.text(method, _NAME_LIMIT)  # type: ignore[return-value]
 
     def text(self, value: str, limit: int = _TEXT_LIMIT) -> str:
         return self.redactor.log_value(value, limit)
@@ -329,8 +360,8 @@ class RequestTrace:
         self.method = method
         # Only what a sampler may want is given at the start; the rest is set when the
         # span records (a no-op tracer's span never does: the common case costs little).
-        attributes: dict[str, Any] = {"mcp.method.name": method}
-        name = method
+        name = inst.method_name(method)
+        attributes: dict[str, Any] = {"mcp.method.name": name}
         self._target: tuple[str, str] | None = None
         key = _NAMED.get(method) or ("mcp.resource.uri" if method in _URI_METHODS else None)
         value = (
@@ -343,7 +374,7 @@ class RequestTrace:
             shown = inst.redactor.log_value(value, _TEXT_LIMIT if uri else _NAME_LIMIT)
             attributes[key] = shown
             if not uri:  # a URI would make the span name high-cardinality
-                name = f"{method} {shown}"
+                name = f"{name} {shown}"
                 self._target = (key, shown)
         span = self.span = inst.tracer.start_span(
             name,
@@ -423,6 +454,7 @@ class RequestTrace:
             metric[self._target[0]] = self._target[1]
         if inst.protocol_version is not None:
             metric["mcp.protocol.version"] = inst.protocol_version
+        succeeded = error is None
         if error is not None:
             attributes, message = _error_attributes(error)
             metric = {**metric, **attributes}
@@ -431,16 +463,12 @@ class RequestTrace:
                 shown = None if message is None else inst.text(message)
                 span.set_status(Status(StatusCode.ERROR, shown))
         elif self.method == "tools/call" and _tool_error(result):
+            succeeded = False  # the conventions: a result only of a tool that succeeded
             metric = {**metric, "error.type": "tool_error"}
             if span.is_recording():
                 span.set_attribute("error.type", "tool_error")
                 span.set_status(Status(StatusCode.ERROR))
-        if (
-            error is None
-            and inst.record_content
-            and self.method == "tools/call"
-            and span.is_recording()
-        ):
+        if succeeded and self._content():
             span.set_attribute("gen_ai.tool.call.result", inst.content(result))
         span.end()
         inst.meters.client_duration.record(elapsed, metric)
@@ -492,7 +520,23 @@ def _tool_error(result: Any) -> bool:
             return _IS_ERROR.decode(result).isError is True
         except msgspec.DecodeError:
             return False
+    if isinstance(result, Mapping):  # a result decoded as plain JSON
+        return result.get("isError") is True
     return getattr(result, "is_error", None) is True
+
+
+def _extracted(params: Any) -> otel_context.Context | None:
+    """The valid trace context a server's request carries in ``_meta``, or None."""
+    carrier = trace_carrier(params)
+    if carrier is None:
+        return None
+    try:
+        extracted = propagate.extract(carrier)
+    except (ValueError, TypeError):
+        return None
+    if not trace.get_current_span(extracted).get_span_context().is_valid:
+        return None
+    return extracted
 
 
 class ServeTrace:
@@ -503,33 +547,25 @@ class ServeTrace:
 
     def __init__(self, inst: Instruments, method: str, request_id: Any, params: Any) -> None:
         self._inst = inst
-        # A server's method name is the server's text: known names only in the metric.
-        self.method = inst.text(method, _NAME_LIMIT)
+        self.method = inst.method_name(method)
         attributes: dict[str, Any] = {"mcp.method.name": self.method, **inst.attributes}
         if isinstance(request_id, int | str) and not isinstance(request_id, bool):
             attributes["jsonrpc.request.id"] = inst.text(str(request_id), _NAME_LIMIT)
         if inst.protocol_version is not None:
             attributes["mcp.protocol.version"] = inst.protocol_version
-        parent: otel_context.Context | None = None
-        links: list[Link] = []
-        carrier = trace_carrier(params)
-        if carrier is not None:
-            try:
-                extracted = propagate.extract(carrier)
-            except (ValueError, TypeError):
-                extracted = None
-            if (
-                extracted is not None
-                and trace.get_current_span(extracted).get_span_context().is_valid
-            ):
-                parent = extracted
-                ambient = trace.get_current_span().get_span_context()
-                if ambient.is_valid:  # the conventions: parent from _meta, the ambient linked
-                    links.append(Link(ambient))
+        # The conventions: the parent is the context the server put in _meta, and the
+        # ambient context is linked. The host reads in a task with no context of its
+        # own (Instruments.leave_ambient): its ambient is the transport's, the span that
+        # opened it. Without a context in _meta the span starts a trace of its own.
+        parent = _extracted(params)
+        ambient = trace.get_current_span().get_span_context()
+        if not ambient.is_valid and inst.connection is not None:
+            ambient = inst.connection.span.get_span_context()
+        links = [Link(ambient)] if ambient.is_valid else []
         self.span: Span = inst.tracer.start_span(
             self.method, context=parent, kind=SpanKind.SERVER, attributes=attributes, links=links
         )
-        self._metric = {"mcp.method.name": self.method, **inst.attributes}
+        self._metric = inst.method_attributes(method)  # a bounded set of names
         self._start = time.perf_counter()
         self._token = otel_context.attach(trace.set_span_in_context(self.span))
         inst.meters.server_active.add(1, self._metric)
