@@ -6,7 +6,6 @@ per connection (the global providers are never set in the test processes)."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -16,11 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 import trio
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from mcpl_host import (
@@ -36,12 +31,12 @@ from mcpl_host import (
     SpawnError,
     StdioTarget,
 )
-from mcpl_host.telemetry import Telemetry
 
 from ..driver.peer import Peer, PeerSupply, memory_connection
 from ..mcpl.test_connection import PUSH, Hooks, accept, grant_settled, mcpl_handshake, request
 from ..transports.http_server import ScriptedHttpServer
 from ..transports.test_http_stateless import cut_once
+from .recorded import Recorded
 
 DEMO = [sys.executable, "-m", "mcpl_host.demo"]
 SECRET = "s3cr3t-seams-token-9191"
@@ -49,68 +44,6 @@ SECRET = "s3cr3t-seams-token-9191"
 SERVER_TRACE = 0x4BF92F3577B34DA6A3CE929D0E0E4736
 SERVER_SPAN = 0x00F067AA0BA902B7
 TRACEPARENT = f"00-{SERVER_TRACE:032x}-{SERVER_SPAN:016x}-01"
-
-
-class Recorded:
-    """One connection's telemetry: spans, metrics, and the lines on the wire."""
-
-    def __init__(self) -> None:
-        self.spans = InMemorySpanExporter()
-        self.tracer_provider = TracerProvider()
-        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans))
-        self.metrics = InMemoryMetricReader()
-        self.telemetry = Telemetry(
-            tracer_provider=self.tracer_provider,
-            meter_provider=MeterProvider(metric_readers=[self.metrics]),
-        )
-        self.wire: list[tuple[str, bytes]] = []
-
-    def on_wire(self, direction: str, line: bytes) -> None:
-        self.wire.append((direction, line))
-
-    def lines(self, direction: str) -> list[bytes]:
-        return [line for d, line in self.wire if d == direction]
-
-    def sent(self, method: str) -> list[dict[str, Any]]:
-        out = [json.loads(line) for line in self.lines("out")]
-        return [m for m in out if m.get("method") == method]
-
-    def all(self) -> list[ReadableSpan]:
-        return list(self.spans.get_finished_spans())
-
-    def finished(self, name: str) -> list[ReadableSpan]:
-        return [s for s in self.all() if s.name == name]
-
-    def points(self, metric: str) -> list[Any]:
-        data = self.metrics.get_metrics_data()
-        if data is None:
-            return []
-        return [
-            point
-            for resource in data.resource_metrics
-            for scope in resource.scope_metrics
-            for m in scope.metrics
-            if m.name == metric
-            for point in m.data.data_points
-        ]
-
-    def counted(self, metric: str, key: str) -> dict[str, int]:
-        """A counter's values by one attribute."""
-        return {str(p.attributes[key]): p.value for p in self.points(metric)}
-
-    def everything(self) -> str:
-        """Every span's name, attributes and events, and every metric point's
-        attributes, as one text to search for what must never be there."""
-        parts: list[str] = []
-        for span in self.all():
-            parts.append(span.name)
-            parts.append(repr(dict(span.attributes or {})))
-            parts.extend(f"{e.name} {dict(e.attributes or {})}" for e in span.events)
-            parts.append(span.status.description or "")
-        data = self.metrics.get_metrics_data()
-        if data is not None:
-            parts.append(data.to_json())
-        return "\n".join(parts)
 
 
 def children(spans: list[ReadableSpan], parent: ReadableSpan) -> list[ReadableSpan]:

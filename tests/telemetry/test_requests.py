@@ -4,62 +4,19 @@ global providers are never set in the test processes)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
 import pytest
 import trio
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
 from mcpl_host import Connection, ConnectionManager, RequestError, RequestTimeout, StdioTarget
-from mcpl_host.telemetry import Telemetry
+
+from .recorded import Recorded
 
 DEMO = StdioTarget.of([sys.executable, "-m", "mcpl_host.demo"])
 SECRET = "s3cr3t-token-value-4242"
-
-
-class Recorded:
-    """One connection's telemetry: spans, metrics, and the lines it wrote."""
-
-    def __init__(self, **options: Any) -> None:
-        self.spans = InMemorySpanExporter()
-        self.tracer_provider = TracerProvider()
-        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans))
-        self.metrics = InMemoryMetricReader()
-        self.telemetry = Telemetry(
-            tracer_provider=self.tracer_provider,
-            meter_provider=MeterProvider(metric_readers=[self.metrics]),
-            **options,
-        )
-        self.out: list[dict[str, Any]] = []
-
-    def on_wire(self, direction: str, line: bytes) -> None:
-        if direction == "out":
-            self.out.append(json.loads(line))
-
-    def finished(self, name: str) -> list[ReadableSpan]:
-        return [s for s in self.spans.get_finished_spans() if s.name == name]
-
-    def sent(self, method: str) -> list[dict[str, Any]]:
-        return [m for m in self.out if m.get("method") == method]
-
-    def points(self, metric: str) -> list[Any]:
-        data = self.metrics.get_metrics_data()
-        assert data is not None
-        return [
-            point
-            for resource in data.resource_metrics
-            for scope in resource.scope_metrics
-            for m in scope.metrics
-            if m.name == metric
-            for point in m.data.data_points
-        ]
 
 
 def connect(rec: Recorded, target: StdioTarget = DEMO, **options: Any) -> Connection:
@@ -201,10 +158,7 @@ async def test_peer_and_caller_text_is_redacted_and_content_only_on_opt_in() -> 
                 with pytest.raises(RequestError):
                     await conn.request("tools/call", {"name": f"no-{SECRET}\n"})
     for rec in (quiet, loud):
-        shown = repr(
-            [(s.name, s.attributes, s.events, s.status) for s in rec.spans.get_finished_spans()]
-        )
-        assert SECRET not in shown
+        assert SECRET not in rec.everything()
     (echo,) = quiet.finished("tools/call echo")
     assert echo.attributes is not None
     assert "gen_ai.tool.call.arguments" not in echo.attributes

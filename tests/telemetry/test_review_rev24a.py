@@ -18,55 +18,16 @@ import pytest
 import trio
 from opentelemetry import metrics
 from opentelemetry.metrics import _internal as metrics_internal
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from mcpl_host import Connection, Reconnect, RequestError, StdioTarget
 from mcpl_host.protocol.profiles import KNOWN_REVISIONS, handshake_era
 from mcpl_host.protocol.redact import Redactor
-from mcpl_host.telemetry import Telemetry, instruments_for
+from mcpl_host.telemetry import instruments_for
 
 from ..driver.peer import Peer, PeerSupply, memory_connection
+from .recorded import Recorded
 
 SECRET = "s3cr3t-token-value-4242"
-
-
-class Recorded:
-    """One connection's telemetry: finished spans and metric points."""
-
-    def __init__(self, **options: Any) -> None:
-        self.spans = InMemorySpanExporter()
-        self.tracer_provider = TracerProvider()
-        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans))
-        self.metrics = InMemoryMetricReader()
-        self.telemetry = Telemetry(
-            tracer_provider=self.tracer_provider,
-            meter_provider=MeterProvider(metric_readers=[self.metrics]),
-            **options,
-        )
-
-    def finished(self, name: str | None = None) -> list[ReadableSpan]:
-        spans = self.spans.get_finished_spans()
-        return [s for s in spans if name is None or s.name == name]
-
-    def points(self, metric: str) -> list[Any]:
-        data = self.metrics.get_metrics_data()
-        if data is None:
-            return []
-        return [
-            point
-            for resource in data.resource_metrics
-            for scope in resource.scope_metrics
-            for m in scope.metrics
-            if m.name == metric
-            for point in m.data.data_points
-        ]
-
-    def in_flight(self) -> int:
-        return sum(p.value for p in self.points("mcpl_host.client.requests.active"))
 
 
 @asynccontextmanager
