@@ -40,7 +40,7 @@ from .handshake import (
     answer_ping,
     describe_error_member,
 )
-from .messages import OutRequest, encode
+from .messages import OutRequest, encode, params_object
 from .profiles import PROFILES, handshake_era, stateless_era
 from .redact import Redactor
 
@@ -93,18 +93,12 @@ def with_meta(params: Any, meta: Mapping[str, Any]) -> Any:
     a progress token, kept; the revision's keys win). Params that are not an object are
     returned unchanged: the request is sent as the caller wrote it and the server judges.
     """
-    if params is None or params is msgspec.UNSET:
-        return {"_meta": dict(meta)}
-    if isinstance(params, msgspec.Raw):
-        try:
-            params = msgspec.json.decode(params)
-        except (msgspec.DecodeError, RecursionError):  # past the decoder's depth: as written
-            return params
-    if not isinstance(params, dict):
+    obj = params_object(params)
+    if obj is None:
         return params
-    own = params.get("_meta")
+    own = obj.get("_meta")
     merged = {**own, **meta} if isinstance(own, dict) else dict(meta)
-    return {**params, "_meta": merged}
+    return {**obj, "_meta": merged}
 
 
 class DiscoverResult(msgspec.Struct, frozen=True, rename="camel"):

@@ -24,7 +24,23 @@ __all__ = [
     "encode",
     "encode_batch",
     "error_answer",
+    "params_object",
 ]
+
+
+def params_object(params: Any) -> dict[str, Any] | None:
+    """A request's params as an object to add ``_meta`` keys to: ``{}`` for none, the
+    decoded object of raw params, None for params that are not an object (raw JSON that
+    is not one, or too deep to decode): those are sent as the caller wrote them, and the
+    server judges."""
+    if params is None or params is UNSET:
+        return {}
+    if isinstance(params, msgspec.Raw):
+        try:
+            params = msgspec.json.decode(params)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+    return params if isinstance(params, dict) else None
 
 
 class OutRequest(msgspec.Struct, kw_only=True, gc=False):

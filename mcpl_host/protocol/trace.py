@@ -13,6 +13,8 @@ from typing import Any, Final
 
 import msgspec
 
+from .messages import params_object
+
 __all__ = ["TRACE_KEYS", "trace_carrier", "with_trace"]
 
 #: The keys a propagator may write (W3C Trace Context and Baggage).
@@ -37,21 +39,15 @@ def with_trace(params: Any, carrier: Mapping[str, str]) -> Any:
     when there is something to carry; a non-object is sent as the caller wrote it."""
     if not carrier:
         return params
-    if params is None or params is msgspec.UNSET:
-        return {"_meta": dict(carrier)}
-    if isinstance(params, msgspec.Raw):
-        try:
-            params = msgspec.json.decode(params)
-        except (msgspec.DecodeError, RecursionError):  # past the decoder's depth: as written
-            return params
-    if not isinstance(params, dict):
+    obj = params_object(params)
+    if obj is None:
         return params
-    own = params.get("_meta")
+    own = obj.get("_meta")
     if not isinstance(own, dict):
-        return {**params, "_meta": dict(carrier)}
+        return {**obj, "_meta": dict(carrier)}
     if "traceparent" in own:  # the caller's own context, whole: not mixed with ours
         return params
-    return {**params, "_meta": {**own, **carrier}}
+    return {**obj, "_meta": {**own, **carrier}}
 
 
 def trace_carrier(params: Any) -> dict[str, str] | None:
