@@ -56,7 +56,7 @@ def trace_carrier(params: Any) -> dict[str, str] | None:
     if isinstance(params, msgspec.Raw):
         try:
             meta = _META.decode(params).meta
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             return None
     elif isinstance(params, dict):
         meta = params.get("_meta")

@@ -49,5 +49,14 @@ def test_a_received_context_is_read_from_meta_strings_only_and_bounded() -> None
     raw = msgspec.json.encode({"x": [1] * 10, "_meta": meta})
     assert trace_carrier(msgspec.Raw(raw)) == {**CARRIER, "tracestate": "a=b"}
     assert trace_carrier({"_meta": {"traceparent": "0" * 9000}}) is None
-    for absent in (None, [], {"_meta": None}, {"_meta": {}}, msgspec.Raw(b"{"), msgspec.Raw(b"[]")):
+    deep = msgspec.Raw(b'{"_meta":' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    for absent in (
+        None,
+        [],
+        {"_meta": None},
+        {"_meta": {}},
+        msgspec.Raw(b"{"),
+        msgspec.Raw(b"[]"),
+        deep,
+    ):
         assert trace_carrier(absent) is None
