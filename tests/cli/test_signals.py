@@ -81,6 +81,20 @@ def servers() -> Iterator[list[int]]:
 _STARTED: list[subprocess.Popen[str]] = []
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _signals_not_ignored() -> Iterator[None]:
+    """The command leaves a signal its parent ignored ignored (``nohup``), and a child
+    inherits what its parent ignores: a suite run under ``nohup`` must still see the
+    command handle the signals these tests send."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGHUP, signal.SIGTERM)}
+    for sig, previous in saved.items():
+        if previous is signal.SIG_IGN:
+            signal.signal(sig, signal.SIG_DFL)
+    yield
+    for sig, previous in saved.items():
+        signal.signal(sig, previous)
+
+
 @pytest.fixture(autouse=True)
 def _no_command_left() -> Iterator[None]:
     """A test that failed half-way (a timeout on a loaded machine) must not leave its
