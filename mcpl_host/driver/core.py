@@ -413,7 +413,8 @@ class Driver(OwnsNursery):
         failed: McplHostError | None = None  # the handshake's own failure, raised as is
         try:
             with _step(connect, "handshake") as handshake:
-                with trio.fail_after(self.initialize_timeout):
+                epoch.handshake_deadline = trio.current_time() + self.initialize_timeout
+                with trio.fail_at(epoch.handshake_deadline):
                     step = await self._negotiator.run(epoch, handshake)
                 if isinstance(step, Established):
                     if epoch.initialized is not None:

@@ -7,6 +7,7 @@ its epoch, so an answer can only ever reach the transport its request came on.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
@@ -108,6 +109,9 @@ class Epoch:
         self.handshake: Handshake | Discovery | None = None
         self.handshake_step: Established | Failed | Fallback | Retry | None = None
         self.handshake_done = trio.Event()
+        # When the handshake's time is up (initialize_timeout): a handshake request
+        # cancelled past it timed out, one cancelled before was cancelled.
+        self.handshake_deadline = math.inf
         # The write carrying notifications/initialized, queued by the reader.
         self.initialized: Flush | None = None
         # When the handshake finished (Connected or Reconnected was due); None before.

@@ -218,19 +218,16 @@ class Negotiator:
             with trio.move_on_after(limit if limit is not None else float("inf")):
                 await epoch.handshake_done.wait()
         except BaseException as exc:
-            trace.end(exc)
+            timed_out = isinstance(exc, trio.Cancelled) and (
+                trio.current_time() >= epoch.handshake_deadline
+            )
+            trace.end(_timed_out(method) if timed_out else exc)
             raise
         step = epoch.handshake_step
         if isinstance(step, Failed):
             trace.end(step.error)
         elif step is None:
-            trace.end(
-                RequestTimeout(
-                    f"no answer to {method} within {limit:g} s",
-                    method=method,
-                    timeout=limit or 0.0,
-                )
-            )
+            trace.end(_timed_out(method, limit))
         elif isinstance(step, Fallback) and step.code is not None:
             trace.end(request_error(step.code, step.reason, None))  # refused: the era is older
         else:
@@ -244,3 +241,9 @@ class Negotiator:
             answered=named,
             allowed=self.allowlist,
         )
+
+
+def _timed_out(method: str, limit: float | None = None) -> RequestTimeout:
+    """How a handshake request's span ends when no answer came in time."""
+    within = "in time" if limit is None else f"within {limit:g} s"
+    return RequestTimeout(f"no answer to {method} {within}", method=method, timeout=limit or 0.0)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import Token
 from typing import Any, ClassVar, Final
 
 import msgspec
@@ -53,6 +54,8 @@ _TEXT_LIMIT: Final = 512
 # methods); any more are _OTHER, the conventions' name for a value out of the known set.
 _METHODS_KEPT: Final = 64
 _OTHER: Final = "_OTHER"
+# Progress events kept on one request's span (a server sends as many as it likes).
+_PROGRESS_EVENTS: Final = 32
 
 # The methods whose params name a target (the span name's second part, low cardinality).
 _NAMED: Final = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}
@@ -219,7 +222,11 @@ class Instruments:
 
     def serve(self, method: str, request_id: Any, params: Any) -> ServeTrace:
         """Start the SERVER span of a server's request: the context the server put in
-        ``_meta`` is its parent, the task's own (if any) a link."""
+        ``_meta`` is its parent, the transport's span a link. When nothing records
+        (:meth:`quiet`, decided once: an SDK set up meanwhile must not get the end of
+        what it never saw start), only that context, current while it is served."""
+        if self.quiet():
+            return _QuietServe(params)
         return ServeTrace(self, method, request_id, params)
 
     # -- the connection -------------------------------------------------------------------
@@ -236,7 +243,10 @@ class Instruments:
         transport), with the steps in between as children (:meth:`step`). A child of
         ``parent`` (a reconnect's connect spans), else of the context the connection
         was opened in (:meth:`leave_ambient`)."""
-        context = self._opened_in if parent is None else trace.set_span_in_context(parent.span)
+        if parent is None:  # the first connect, where the connection was opened; later, none
+            context, self._opened_in = self._opened_in, None
+        else:
+            context = trace.set_span_in_context(parent.span)
         span = self.tracer.start_span(
             f"mcpl_host.{name}",
             context=context,
@@ -349,7 +359,17 @@ class RequestTrace:
     """The CLIENT span of one request the host sends, from the caller's call to its end
     (across rebinding and re-issues: one span, whatever ids it had on the wire)."""
 
-    __slots__ = ("_ends", "_inst", "_moved", "_start", "_target", "carrier", "method", "span")
+    __slots__ = (
+        "_ends",
+        "_inst",
+        "_moved",
+        "_progress",
+        "_start",
+        "_target",
+        "carrier",
+        "method",
+        "span",
+    )
     #: True for a trace that records nothing (no SDK): only its ``carrier`` matters.
     quiet: ClassVar[bool] = False
 
@@ -385,6 +405,7 @@ class RequestTrace:
         self._start = time.perf_counter()
         self._ends = False
         self._moved = False
+        self._progress = 0
         inst.meters.client_active.add(1, inst.method_attributes(method))
         # The trace context the request carries in ``_meta``: empty when there is no
         # valid span to continue (no SDK, nothing sampled upstream).
@@ -421,7 +442,12 @@ class RequestTrace:
         self._moved = False
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """An event per progress notification, for the first :data:`_PROGRESS_EVENTS`:
+        the server decides how many come; the rest are only counted (at the end)."""
         if not self.span.is_recording():
+            return
+        self._progress += 1
+        if self._progress > _PROGRESS_EVENTS:
             return
         attributes: dict[str, Any] = {"mcpl_host.progress": progress}
         if total is not None:
@@ -470,6 +496,8 @@ class RequestTrace:
                 span.set_status(Status(StatusCode.ERROR))
         if succeeded and self._content():
             span.set_attribute("gen_ai.tool.call.result", inst.content(result))
+        if self._progress > _PROGRESS_EVENTS:
+            span.set_attribute("mcpl_host.progress.count", self._progress)
         span.end()
         inst.meters.client_duration.record(elapsed, metric)
         inst.meters.client_active.add(-1, inst.method_attributes(self.method))
@@ -567,7 +595,9 @@ class ServeTrace:
         )
         self._metric = inst.method_attributes(method)  # a bounded set of names
         self._start = time.perf_counter()
-        self._token = otel_context.attach(trace.set_span_in_context(self.span))
+        self._token: Token[otel_context.Context] | None = otel_context.attach(
+            trace.set_span_in_context(self.span)
+        )
         inst.meters.server_active.add(1, self._metric)
 
     def end(
@@ -575,7 +605,11 @@ class ServeTrace:
     ) -> None:
         """Answered: with an error ``code`` (and its message) when it was refused or failed;
         or never answered, for ``error_type`` (``cancelled``: the server cancelled it,
-        or its transport ended first)."""
+        or its transport ended first). Once: a second call does nothing."""
+        if self._token is None:
+            return
+        otel_context.detach(self._token)
+        self._token = None
         span, metric = self.span, self._metric
         if code is None and error_type is not None:
             metric = {**metric, "error.type": error_type}
@@ -591,11 +625,32 @@ class ServeTrace:
                 span.set_status(
                     Status(StatusCode.ERROR, None if message is None else self._inst.text(message))
                 )
-        otel_context.detach(self._token)
         span.end()
         inst = self._inst
         inst.meters.server_duration.record(time.perf_counter() - self._start, metric)
         inst.meters.server_active.add(-1, self._metric)
+
+
+class _QuietServe(ServeTrace):
+    """A served request's trace when nothing records: the server's context made current
+    (a hook's own requests carry it on), and nothing else."""
+
+    __slots__ = ()
+
+    def __init__(self, params: Any) -> None:
+        parent = _extracted(params)
+        self._token = None if parent is None else otel_context.attach(parent)
+
+    def end(
+        self,
+        code: int | None = None,  # noqa: ARG002 - the interface
+        message: str | None = None,  # noqa: ARG002 - the interface
+        *,
+        error_type: str | None = None,  # noqa: ARG002 - the interface
+    ) -> None:
+        if self._token is not None:
+            otel_context.detach(self._token)
+            self._token = None
 
 
 class ConnectionSpan:
