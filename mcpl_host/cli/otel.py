@@ -68,10 +68,12 @@ _TIMEOUT_VARIABLES: Final = (
     "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
     "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
 )
-# The records that are the export's (the SDK's processors and readers, the exporters):
-# taken off the terminal while it runs, as are those of the HTTP library under them.
-# The API's own (a context detached twice) are the library's bugs: they stay shown.
-_EXPORT_LOGGERS: Final = ("opentelemetry.exporter", "opentelemetry.sdk")
+# The records that are the export's (the SDK's processors and readers, the exporters,
+# and the parser of OTEL_EXPORTER_OTLP_HEADERS, which logs a malformed entry whole,
+# credential included): taken off the terminal while it runs, as are those of the HTTP
+# library under them. The API's own (a context detached twice) are the library's bugs:
+# they stay shown.
+_EXPORT_LOGGERS: Final = ("opentelemetry.exporter", "opentelemetry.sdk", "opentelemetry.util")
 _QUIETED: Final = (*_EXPORT_LOGGERS, "urllib3", "requests")
 
 
@@ -105,7 +107,9 @@ def env_secrets(environ: Mapping[str, str]) -> list[str]:
     for name in _HEADER_VARIABLES:
         for entry in environ.get(name, "").split(","):
             _, eq, value = entry.partition("=")
-            if eq and value.strip():
+            if not eq:  # malformed ("authorization: Bearer TOKEN"): all past the name
+                value = entry.strip().partition(":" if ":" in entry else " ")[2]
+            if value.strip():
                 found += [value.strip(), unquote(value.strip())]
                 # "Bearer TOKEN", "ApiKey TOKEN": the token alone too.
                 found.append(unquote(value.strip()).partition(" ")[2].strip())
@@ -179,25 +183,37 @@ class Export:
         # shutdown_on_exit=False: the SDK's atexit handler would shut down again, unbounded.
         self._closers: list[Callable[[], object]] = []
         self._exporters: list[Any] = []
-        if "traces" in signals:
-            spans = sdk.OTLPSpanExporter(
-                endpoint=None if endpoint is None else endpoints["traces"], timeout=timeout
-            )
-            tracer_provider = sdk.TracerProvider(resource=resource, shutdown_on_exit=False)
-            tracer_provider.add_span_processor(sdk.BatchSpanProcessor(spans))
+        # Everything is built before anything is made global: a setup that fails half-way
+        # (a bad OTEL_METRIC_EXPORT_INTERVAL) must leave no provider exporting, and what
+        # was built is shut down.
+        tracer_provider = meter_provider = None
+        try:
+            if "traces" in signals:
+                spans = sdk.OTLPSpanExporter(
+                    endpoint=None if endpoint is None else endpoints["traces"], timeout=timeout
+                )
+                self._exporters.append(spans)
+                tracer_provider = sdk.TracerProvider(resource=resource, shutdown_on_exit=False)
+                tracer_provider.add_span_processor(sdk.BatchSpanProcessor(spans))
+            if "metrics" in signals:
+                metrics = sdk.OTLPMetricExporter(
+                    endpoint=None if endpoint is None else endpoints["metrics"], timeout=timeout
+                )
+                self._exporters.append(metrics)
+                reader = sdk.PeriodicExportingMetricReader(metrics)
+                meter_provider = sdk.MeterProvider(
+                    resource=resource, metric_readers=[reader], shutdown_on_exit=False
+                )
+        except Exception:
+            for built in (tracer_provider, *self._exporters):
+                if built is not None:
+                    _quietly(built.shutdown)()
+            raise
+        if tracer_provider is not None:
             sdk.trace.set_tracer_provider(tracer_provider)
-            self._exporters.append(spans)
             self._closers.append(tracer_provider.shutdown)
-        if "metrics" in signals:
-            metrics = sdk.OTLPMetricExporter(
-                endpoint=None if endpoint is None else endpoints["metrics"], timeout=timeout
-            )
-            reader = sdk.PeriodicExportingMetricReader(metrics)
-            meter_provider = sdk.MeterProvider(
-                resource=resource, metric_readers=[reader], shutdown_on_exit=False
-            )
+        if meter_provider is not None:
             sdk.metrics.set_meter_provider(meter_provider)
-            self._exporters.append(metrics)
             budget = CLOSE_BUDGET * 1000
             self._closers.append(lambda: meter_provider.shutdown(timeout_millis=budget))
 
