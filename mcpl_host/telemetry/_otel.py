@@ -56,6 +56,8 @@ _METHODS_KEPT: Final = 64
 _OTHER: Final = "_OTHER"
 # Progress events kept on one request's span (a server sends as many as it likes).
 _PROGRESS_EVENTS: Final = 32
+# Patterns an MCPL grant event lists, granted and denied each.
+_GRANT_PATTERNS: Final = 64
 
 # The methods whose params name a target (the span name's second part, low cardinality).
 _NAMED: Final = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}
@@ -276,16 +278,15 @@ class Instruments:
             span = None if connection is None else connection.span
         if span is None or not span.is_recording():
             return
+
+        def shown(patterns: Any) -> list[str]:
+            # The server's tree decides how many are denied: the same 64 kept each time.
+            kept = sorted(str(pattern) for pattern in patterns)[:_GRANT_PATTERNS]
+            return [self.redactor.log_value(pattern, _NAME_LIMIT) for pattern in kept]
+
         span.add_event(
             "mcpl_host.mcpl.grant",
-            {
-                "mcpl_host.mcpl.granted": [
-                    self.redactor.log_value(str(g), _NAME_LIMIT) for g in granted
-                ][:64],
-                "mcpl_host.mcpl.denied": [
-                    self.redactor.log_value(str(d), _NAME_LIMIT) for d in denied
-                ][:64],
-            },
+            {"mcpl_host.mcpl.granted": shown(granted), "mcpl_host.mcpl.denied": shown(denied)},
         )
 
     def reconnect_attempt(self, outcome: str) -> None:
