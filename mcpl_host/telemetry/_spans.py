@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import Token
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 import msgspec
 from opentelemetry import context as otel_context
@@ -28,7 +28,29 @@ from ..protocol.errors import InitializeError, McplHostError, RequestError, Requ
 from ..protocol.trace import trace_carrier
 
 if TYPE_CHECKING:
-    from ._otel import Instruments
+    from opentelemetry.trace import Tracer
+
+    from ..protocol.redact import Redactor
+    from ._meters import Meters
+
+
+class Instruments(Protocol):
+    """What a span takes from its connection's instruments (``_otel.Instruments``; a
+    protocol here, so that the two modules do not import each other)."""
+
+    tracer: Tracer
+    meters: Meters
+    redactor: Redactor
+    attributes: dict[str, str | int]
+    record_content: bool
+    protocol_version: str | None
+    connection: ConnectionSpan | None
+
+    def method_attributes(self, method: str) -> dict[str, str | int]: ...
+    def method_name(self, method: str) -> str: ...
+    def text(self, value: str, limit: int = ...) -> str: ...
+    def content(self, value: Any) -> str: ...
+
 
 __all__ = [
     "NAME_LIMIT",
