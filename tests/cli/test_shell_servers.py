@@ -127,7 +127,9 @@ def test_server_everything(tmp_path: Path) -> None:
             }
         )
     )
-    shell = Terminal("--config", str(config))
+    # The server asks for roots now and then: answered from --root, never by a question
+    # that would take the next typed line as its answer.
+    shell = Terminal("--config", str(config), "--root", str(tmp_path))
     try:
         shell.expect(r"\[everything\] \d+ tools")
         shell.send("call everything__ec\t")
