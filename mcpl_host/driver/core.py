@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import itertools
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
@@ -61,8 +62,9 @@ from ..protocol.redact import Redactor
 from ..telemetry import Telemetry, instruments_for
 from ..transports import Transport, open_transport
 from ..transports.targets import StdioTarget, Target, describe, parse_target, redactor_for
-from .epoch import DEFAULT_WRITE_TIMEOUT, Epoch, Flush
+from .epoch import DEFAULT_WRITE_TIMEOUT, Epoch
 from .inbound import Inbound
+from .lifespans import ConnectionSpans, connect_step, initialized_written
 from .lifetime import OwnsNursery
 from .mcpl_session import McplSession
 from .negotiate import DEFAULT_DISCOVER_TIMEOUT, Negotiator
@@ -73,8 +75,6 @@ from .reconnect import Reconnect
 from .responder import Handler, ping
 
 if TYPE_CHECKING:
-    from opentelemetry.trace import Span
-
     from ..telemetry._otel import ConnectionSpan, Instruments
 
 __all__ = ["Driver", "ProgressCallback", "TransportFactory"]
@@ -113,11 +113,6 @@ def _check_bounds(
         raise ConfigurationError("discover_timeout must be positive")
 
 
-def _step(span: ConnectionSpan | None, name: str) -> contextlib.AbstractContextManager[Span | None]:
-    """A step of a connect span (nothing without telemetry)."""
-    return contextlib.nullcontext() if span is None else span.step(name)
-
-
 def _parse_address(text: str) -> Target:
     """A string target is an address (:func:`parse_target`). What users write first is a
     command line, which is never split: its error says what to write instead."""
@@ -144,8 +139,8 @@ class Driver(OwnsNursery):
     ways, reconnects. Used through its subclass :class:`~mcpl_host.Connection`; run it
     as an async context manager, or ``await nursery.start(driver.run)``."""
 
-    # The mcpl_host.reconnect span while a lost transport is being replaced.
-    _reconnect_trace: ConnectionSpan | None = None
+    # The connection's own spans (with telemetry), from its run on.
+    _spans: ConnectionSpans | None = None
 
     def __init__(
         self,
@@ -343,6 +338,7 @@ class Driver(OwnsNursery):
         failure: McplHostError | None = None
         if self.telemetry is not None:
             self.telemetry.leave_ambient()
+            self._spans = ConnectionSpans(self.telemetry)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             nursery.start_soon(self._outbound.timeouts.run)
@@ -382,28 +378,17 @@ class Driver(OwnsNursery):
 
     async def _open_epoch(self, started: float) -> Epoch:
         """Open a transport and run the handshake on it; on any failure (cancellation
-        included) the transport is shut down before the error propagates.
-
-        With telemetry, one ``mcpl_host.connect`` span covers it (a child of the
-        reconnect span when it replaces a lost transport), ended once connected or
-        failed: never held open for the connection's life."""
-        telemetry = self.telemetry
-        if telemetry is None:
+        included) the transport is shut down before the error propagates. With
+        telemetry, in a ``mcpl_host.connect`` span (driver.lifespans)."""
+        if self._spans is None:
             return await self._open_epoch_in(started, None)
-        connect = telemetry.connection_span("connect", parent=self._reconnect_trace)
-        try:
-            epoch = await self._open_epoch_in(started, connect)
-        except BaseException as exc:
-            connect.end(exc)
-            raise
-        connect.end()
-        return epoch
+        return await self._spans.connect(functools.partial(self._open_epoch_in, started))
 
     async def _open_epoch_in(self, started: float, connect: ConnectionSpan | None) -> Epoch:
         nursery = self._nursery
         assert nursery is not None
         # A program is spawned; any other transport is opened.
-        with _step(connect, "spawn" if isinstance(self.target, StdioTarget) else "open"):
+        with connect_step(connect, "spawn" if isinstance(self.target, StdioTarget) else "open"):
             transport = await self._open_transport(nursery)
         opened = trio.current_time()
         epoch = self._new_epoch(transport, connect)
@@ -412,13 +397,13 @@ class Driver(OwnsNursery):
         nursery.start_soon(epoch.write_loop)
         failed: McplHostError | None = None  # the handshake's own failure, raised as is
         try:
-            with _step(connect, "handshake") as handshake:
+            with connect_step(connect, "handshake") as handshake:
                 epoch.handshake_deadline = trio.current_time() + self.initialize_timeout
                 with trio.fail_at(epoch.handshake_deadline):
                     step = await self._negotiator.run(epoch, handshake)
                 if isinstance(step, Established):
                     if epoch.initialized is not None:
-                        await self._initialized_written(epoch, epoch.initialized, handshake)
+                        await initialized_written(epoch, epoch.initialized, handshake)
                     if not epoch.open:  # lost right after: it never served as a connection
                         raise epoch.closed_error(outcome_unknown=False)  # noqa: TRY301 - as a lost write
                 else:
@@ -478,21 +463,6 @@ class Driver(OwnsNursery):
         self._attach_stateless_http(transport, epoch)
         self._epoch = epoch
         return epoch
-
-    async def _initialized_written(self, epoch: Epoch, flush: Flush, parent: Span | None) -> None:
-        """Wait until ``notifications/initialized`` is on the wire (the reader queued it
-        right after the answer): with telemetry, a CLIENT span of its own."""
-        telemetry = self.telemetry
-        if telemetry is None:
-            await epoch.written(flush)
-            return
-        trace = telemetry.request("notifications/initialized", None, parent=parent)
-        try:
-            await epoch.written(flush)
-        except BaseException as exc:
-            trace.end(exc)
-            raise
-        trace.end()
 
     def _attach_stateless_http(self, transport: Transport, epoch: Epoch) -> None:
         """What an HTTP transport needs of the connection on 2026-07-28: the tools'
@@ -646,41 +616,15 @@ class Driver(OwnsNursery):
     async def _replace(
         self, lost: Epoch, policy: Reconnect, failed: int
     ) -> tuple[Epoch | None, int]:
-        """:meth:`_reconnect_once`, in a ``mcpl_host.reconnect`` span (with telemetry)
-        linked to the lost transport's connect span: from the loss to the next
-        transport up, or to giving up. The new connect spans are its children."""
-        telemetry = self.telemetry
-        if telemetry is None:
-            return await self._reconnect_once(policy, failed)
-        lost_span = lost.connect_span
-        links = None if lost_span is None else [lost_span.link()]
-        span = self._reconnect_trace = telemetry.connection_span("reconnect", links=links)
-        try:
-            replaced = await self._reconnect_once(policy, failed)
-        except BaseException as exc:
-            span.end(exc)
-            raise
-        finally:
-            self._reconnect_trace = None
-        span.end()
-        return replaced
+        """:meth:`_reconnect_once`, with telemetry in a ``mcpl_host.reconnect`` span."""
+        replace = functools.partial(self._reconnect_once, policy, failed)
+        if self._spans is None:
+            return await replace()
+        return await self._spans.reconnect(lost.connect_span, replace)
 
     def _attempted(self, number: int, error: BaseException | None) -> None:
-        """One reconnect attempt is over: counted by outcome, an event on the span."""
-        telemetry = self.telemetry
-        if telemetry is None:
-            return
-        outcome = "failure" if error is not None else "success"
-        telemetry.reconnect_attempt(outcome)
-        span = self._reconnect_trace
-        if span is not None:
-            attributes: dict[str, str | int] = {
-                "mcpl_host.attempt": number,
-                "mcpl_host.outcome": outcome,
-            }
-            if error is not None:  # the class only: the text may quote the server
-                attributes["error.type"] = type(error).__name__
-            span.event("attempt", **attributes)
+        if self._spans is not None:
+            self._spans.attempted(number, error)
 
     async def _reconnect_once(self, policy: Reconnect, failed: int) -> tuple[Epoch | None, int]:
         """Connect+handshake under the policy's backoff, going on from ``failed`` attempts
